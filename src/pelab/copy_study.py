@@ -1,0 +1,151 @@
+"""The copy-task study: prepare data per seed, train one scheme over every seed, evaluate it.
+
+Each function is what one DVC stage runs; every path comes from the caller (dvc.yaml).
+"""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from pelab import io
+from pelab.config import Params, to_dict
+from pelab.model.copy_model import CopyTransformer, build_copy_model, count_parameters
+from pelab.tasks.copy_task import CopySplit, copy_metrics, load_copy_dataset, make_copy_dataset, save_copy_dataset
+from pelab.training.loop import autocast, pick_device, train
+from pelab.training.seeding import seeded
+
+TASK = "copy"
+
+
+def data_file(data_dir: str | Path, seed: int) -> Path:
+    return Path(data_dir) / f"seed_{seed}.pt"
+
+
+def prepare(params: Params, out_dir: str | Path) -> None:
+    """Write one dataset per seed: train, held-out test, and longer-than-training test."""
+    task = params.copy.task
+    with io.atomic_dir(out_dir) as tmp:
+        for seed in params.seeds:
+            save_copy_dataset(make_copy_dataset(task, seed), data_file(tmp, seed))
+        io.write_json(tmp / "task.json", to_dict(task))
+
+
+def _loss(model: CopyTransformer, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
+    inputs, targets = batch
+    logits, _ = model(inputs)  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
+
+
+def _position_table_snapshot(model: CopyTransformer) -> dict[str, torch.Tensor]:
+    """The learned position table (if the scheme has one), for the PCA-over-training figure."""
+    return {name: p.detach().cpu().clone() for name, p in model.pe.named_parameters()}
+
+
+def build_and_check(params: Params, scheme: str, seed: int) -> CopyTransformer:
+    """Build the model for ``scheme``; fail before training if it cannot encode the lengths we use."""
+    cfg = params.copy
+    model = build_copy_model(scheme, cfg.task.vocab_size, cfg.model, params.positional, seed)
+    model.pe.check_length(max(cfg.task.context, cfg.task.long_context))
+    return model
+
+
+def train_one(params: Params, scheme: str, seed: int, data_dir: str | Path, out_dir: str | Path, device: str = "auto") -> None:
+    """Train ``scheme`` with ``seed`` and write model.pt, history.csv, train_stats.json, config.json."""
+    cfg = params.copy
+    dev = pick_device(device)
+    model = build_and_check(params, scheme, seed)
+    train_split = load_copy_dataset(data_file(data_dir, seed))["train"]
+    order = torch.Generator().manual_seed(seed)
+
+    def next_batch(step: int):
+        idx = torch.randint(0, len(train_split), (cfg.train.batch_size,), generator=order)
+        return train_split.inputs[idx], train_split.targets[idx]
+
+    result = train(
+        model, next_batch, _loss, cfg.train, dev, desc=f"copy {scheme} seed {seed}",
+        snapshot=_position_table_snapshot,
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(model.cpu().state_dict(), out / "model.pt")
+    if result.snapshots and result.snapshots[0][1]:
+        torch.save(result.snapshots, out / "position_snapshots.pt")
+    io.write_csv(out / "history.csv", result.history)
+    peak_mb = result.peak_memory_mb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    io.write_json(
+        out / "train_stats.json",
+        {
+            **count_parameters(model),
+            "wall_time_s": result.wall_time_s,
+            "tokens_per_s": result.tokens / max(result.wall_time_s, 1e-9),
+            "peak_memory_mb": peak_mb,
+            "peak_memory_kind": "cuda_max_allocated" if dev.type == "cuda" else "process_max_rss",
+            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+            "final_loss": result.history[-1]["loss"],
+        },
+    )
+    io.write_json(
+        out / "config.json",
+        {"task": TASK, "scheme": scheme, "seed": seed, "profile": params.profile,
+         "positional": to_dict(params.positional), **{k: to_dict(v) for k, v in vars(cfg).items()}},
+    )
+
+
+def train_scheme(params: Params, scheme: str, data_dir: str | Path, out_dir: str | Path, device: str = "auto") -> None:
+    """Train every seed of ``scheme`` into ``out_dir/seed_<k>/``, replacing ``out_dir`` only on success."""
+    for seed in params.seeds:  # validate every seed's model before spending time on any
+        build_and_check(params, scheme, seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    with io.atomic_dir(out_dir) as tmp:
+        for seed in params.seeds:
+            train_one(params, scheme, seed, data_dir, tmp / f"seed_{seed}", device)
+
+
+def load_trained(params: Params, scheme: str, run_dir: str | Path, seed: int) -> CopyTransformer:
+    model = build_copy_model(scheme, params.copy.task.vocab_size, params.copy.model, params.positional, seed)
+    model.load_state_dict(torch.load(Path(run_dir) / f"seed_{seed}" / "model.pt", weights_only=True))
+    return model.eval()
+
+
+@torch.no_grad()
+def predict(model: CopyTransformer, split: CopySplit, batch_size: int = 512) -> torch.Tensor:
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(split), batch_size):
+        inputs = split.inputs[start : start + batch_size].to(device)
+        with autocast(device):
+            logits, _ = model(inputs)
+        out.append(logits.argmax(-1).cpu())
+    return torch.cat(out)  # (N, T)
+
+
+def evaluate_scheme(params: Params, scheme: str, data_dir: str | Path, run_dir: str | Path, out_dir: str | Path) -> None:
+    """Write ``out_dir/records.jsonl``: tidy rows {task, pe, seed, split, length, metric, value} for
+    every seed, split and length ("all" = the whole split) plus each run's training cost; and
+    ``out_dir/curves.csv``: the training loss per logged step of every seed."""
+    rows, curves = [], []
+    for seed in params.seeds:
+        model = load_trained(params, scheme, run_dir, seed)
+        splits = load_copy_dataset(data_file(data_dir, seed))
+        for split_name in ("test", "test_long"):
+            split = splits[split_name]
+            per_example = copy_metrics(predict(model, split), split)
+            base = {"task": TASK, "pe": scheme, "seed": seed, "split": split_name}
+            for metric, values in per_example.items():
+                rows.append({**base, "length": "all", "metric": metric, "value": float(values.mean())})
+                for length in split.lengths.unique().tolist():
+                    chosen = split.lengths == length
+                    rows.append({**base, "length": int(length), "metric": metric, "value": float(values[chosen].mean())})
+        stats = io.read_json(Path(run_dir) / f"seed_{seed}" / "train_stats.json")
+        for metric in ("params_total", "params_without_positional", "wall_time_s", "tokens_per_s", "peak_memory_mb", "final_loss"):
+            rows.append({"task": TASK, "pe": scheme, "seed": seed, "split": "train", "length": "all",
+                         "metric": metric, "value": float(stats[metric])})
+        for row in io.read_csv(Path(run_dir) / f"seed_{seed}" / "history.csv"):
+            curves.append({"task": TASK, "pe": scheme, "seed": seed, **row})
+    with io.atomic_dir(out_dir) as tmp:
+        io.write_jsonl(tmp / "records.jsonl", rows)
+        io.write_csv(tmp / "curves.csv", curves)

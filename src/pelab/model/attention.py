@@ -1,0 +1,87 @@
+"""Multi-head attention that calls the positional interface's rotate hook and takes a logit bias."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pelab.positional.base import PositionalEncoding
+
+
+def combine_attention_bias(
+    position_bias: torch.Tensor | None,
+    *,
+    q_len: int,
+    k_len: int,
+    causal: bool = False,
+    key_padding_mask: torch.Tensor | None = None,
+    device: torch.device | None = None,
+) -> torch.Tensor | None:
+    """One additive float bias from the scheme's bias, a causal mask and a key padding mask.
+
+    position_bias: (H, Tq, Tk) or None; key_padding_mask: (B, Tk), True where the key is padding.
+    Returns (B or 1, H or 1, Tq, Tk) with -inf where attention is forbidden, or None if nothing applies.
+    """
+    bias = None if position_bias is None else position_bias[None]  # (1, H, Tq, Tk)
+    if causal:
+        future = torch.ones(q_len, k_len, dtype=torch.bool, device=device).triu(1)  # (Tq, Tk)
+        causal_bias = torch.zeros(q_len, k_len, device=device).masked_fill(future, float("-inf"))
+        bias = causal_bias[None, None] if bias is None else bias + causal_bias
+    if key_padding_mask is not None:
+        pad_bias = torch.zeros(key_padding_mask.shape, device=key_padding_mask.device)
+        pad_bias = pad_bias.masked_fill(key_padding_mask, float("-inf"))[:, None, None, :]  # (B, 1, 1, Tk)
+        bias = pad_bias if bias is None else bias + pad_bias
+    return bias
+
+
+class MultiHeadAttention(nn.Module):
+    """Self- or cross-attention. The positional scheme's ``rotate`` is applied to q and k; its
+    ``bias`` arrives already combined with the masks as ``attn_bias``."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)  # (B, H, T, Dh)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        pe: PositionalEncoding,
+        q_pos: torch.Tensor,
+        k_pos: torch.Tensor,
+        attn_bias: torch.Tensor | None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, Tq, D) queries; memory: (B, Tk, D) keys/values (x itself for self-attention).
+
+        Returns the output (B, Tq, D) and, if ``need_weights``, the attention weights (B, H, Tq, Tk).
+        """
+        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(memory)), self._heads(self.v_proj(memory))
+        q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
+        if attn_bias is not None:
+            attn_bias = attn_bias.to(q.dtype)
+        dropout = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
+            if attn_bias is not None:
+                scores = scores + attn_bias
+            weights = scores.softmax(dim=-1)
+            out = F.dropout(weights, dropout, self.training) @ v  # (B, H, Tq, Dh)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout)
+        out = out.transpose(1, 2).flatten(2)  # (B, Tq, D)
+        return self.out_proj(out), weights

@@ -1,0 +1,55 @@
+"""The positional-encoding interface: three slots, each a no-op by default.
+
+Every scheme plugs into one (or more) of three places (lucidrains/x-transformers' taxonomy):
+
+1. ``embed``  — add a vector to the token embeddings (sinusoidal, learned);
+2. ``rotate`` — rotate queries and keys inside attention (RoPE);
+3. ``bias``   — add a bias to the attention logits (ALiBi, T5 relative buckets).
+
+The model calls all three every time. "No positional encoding" is this base class unchanged:
+a null object, never an ``if`` in model code.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class PositionalEncoding(nn.Module):
+    """Base class of every scheme; each hook leaves its input untouched.
+
+    ``causal`` tells relative schemes whether keys can lie to the right of the query
+    (bidirectional encoder) or only at or left of it (decoder self-attention).
+    """
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, **_options: object) -> None:
+        # ``_options``: hyperparameters of other schemes (PositionalConfig fields), ignored here.
+        super().__init__()
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.causal = causal
+
+    # Slot 1: embeddings ----------------------------------------------------------------------
+    def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, D) token embeddings; positions: (T,) integer positions. Returns (B, T, D)."""
+        return x
+
+    # Slot 2: rotation of queries and keys ----------------------------------------------------
+    def rotate(
+        self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """q: (B, H, Tq, Dh), k: (B, H, Tk, Dh); q_pos: (Tq,), k_pos: (Tk,)."""
+        return q, k
+
+    # Slot 3: bias on the attention logits ----------------------------------------------------
+    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
+        """Additive logit bias of shape (H, Tq, Tk), or None for no bias."""
+        return None
+
+    def check_length(self, length: int) -> None:
+        """Raise ValueError if this scheme cannot encode positions 0..length-1."""
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, causal={self.causal}"

@@ -1,0 +1,30 @@
+"""``rope``: rotary position embedding (Su et al., RoFormer, https://arxiv.org/abs/2104.09864).
+
+Rotates each adjacent pair of query/key dimensions by t·θ_i, so q_m·k_n depends only on m − n.
+Uses the fast elementwise form; ``functional.rope_rotation_matrices`` is the explicit block-matrix
+form the tests compare it with. Pairs are interleaved (x_2i, x_2i+1) as in the paper; HF llama
+pairs x_i with x_{i+Dh/2} (the "half-split" layout), equivalent up to a permutation of dimensions.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pelab.positional.base import PositionalEncoding
+from pelab.positional.functional import rope_angles, rope_rotate
+
+
+class RotaryPositionalEncoding(PositionalEncoding):
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float = 10000.0, **_: object) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        if d_model % n_heads or (d_model // n_heads) % 2:
+            raise ValueError(
+                f"rope needs an even head dimension, got d_model={d_model} / n_heads={n_heads} = "
+                f"{d_model / n_heads:g}; choose d_model and n_heads so that d_model/n_heads is even"
+            )
+        self.base = base
+
+    def rotate(self, q, k, q_pos, k_pos):
+        q = rope_rotate(q, rope_angles(q_pos, self.head_dim, self.base))  # (B, H, Tq, Dh)
+        k = rope_rotate(k, rope_angles(k_pos, self.head_dim, self.base))  # (B, H, Tk, Dh)
+        return q, k

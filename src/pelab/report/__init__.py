@@ -1,0 +1,1 @@
+"""Figures and the generated report; they read only the tidy records and saved runs."""

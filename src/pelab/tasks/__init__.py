@@ -1,0 +1,1 @@
+"""Tasks: data generation/loading and their metrics."""

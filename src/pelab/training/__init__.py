@@ -1,0 +1,1 @@
+"""Training loops, schedules and seeding."""

@@ -1,0 +1,25 @@
+"""Stage report: figures and reports/report.md from records, curves and saved runs."""
+
+from pathlib import Path
+
+import click
+from _common import one_line_errors, params_option
+
+from pelab.config import load_params
+from pelab.report.build import build_report
+
+
+@click.command()
+@params_option
+@click.option("--records", "records_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--plots", "plots_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--runs", "runs_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--figures", "figures_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
+@one_line_errors
+def main(params_path: str, records_path: str, plots_dir: str, runs_dir: str, figures_dir: str, out_path: str) -> None:
+    build_report(load_params(params_path), Path(records_path), Path(plots_dir), Path(runs_dir), Path(figures_dir), Path(out_path))
+
+
+if __name__ == "__main__":
+    main()
