@@ -15,10 +15,17 @@ from pelab import io
 from pelab.config import Params
 from pelab.stats import summarize
 
+RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
+
 # metric name in records -> name in metrics.json, per (task, split)
+TRANSLATION_HEADLINE = ["bleu_beam", "chrf_beam", "bleu_greedy", "chrf_greedy", "nltk_bleu_beam"]
 HEADLINE = {
     ("copy", "test"): ["exact_match", "token_accuracy"],
     ("copy", "test_long"): ["exact_match", "token_accuracy"],
+    ("translation", "test_2016_flickr"): TRANSLATION_HEADLINE,  # Multi30k
+    ("translation", "test_2017_flickr"): TRANSLATION_HEADLINE,
+    ("translation", "test"): TRANSLATION_HEADLINE,  # IWSLT2017
+    ("translation", "val"): ["loss"],
 }
 
 
@@ -33,7 +40,8 @@ def load_records(results_dirs: dict[str, Path], schemes: tuple[str, ...]) -> pd.
             frames.append(pd.DataFrame(io.read_jsonl(path)))
     records = pd.concat(frames, ignore_index=True)
     records["length"] = records["length"].astype(str)
-    return records
+    first = [c for c in RECORD_COLUMNS if c in records.columns]
+    return records[first + [c for c in records.columns if c not in first]]
 
 
 def load_curves(results_dirs: dict[str, Path], schemes: tuple[str, ...]) -> pd.DataFrame:
@@ -79,3 +87,7 @@ def aggregate(
         curves.to_csv(tmp / "curves_per_seed.csv", index=False)
         for task, group in curve_means(curves, "loss").groupby("task", sort=False):
             group.drop(columns="task").to_csv(tmp / f"{task}_train_loss.csv", index=False)
+        if "val_loss" in curves:  # tasks that log a validation loss (translation)
+            logged = curves.dropna(subset=["val_loss"])
+            for task, group in curve_means(logged, "val_loss").groupby("task", sort=False):
+                group.drop(columns="task").to_csv(tmp / f"{task}_val_loss.csv", index=False)

@@ -34,6 +34,9 @@ def combine_attention_bias(
         pad_bias = torch.zeros(key_padding_mask.shape, device=key_padding_mask.device)
         pad_bias = pad_bias.masked_fill(key_padding_mask, float("-inf"))[:, None, None, :]  # (B, 1, 1, Tk)
         bias = pad_bias if bias is None else bias + pad_bias
+        # A padding query may see no key at all (a right-looking ALiBi head at trailing padding): let it see
+        # every key so its softmax stays finite. Its output is never used; real queries always see themselves.
+        bias = bias.masked_fill(torch.isinf(bias).all(dim=-1, keepdim=True), 0.0)
     return bias
 
 
