@@ -40,6 +40,21 @@ def _loss(model: CopyTransformer, batch: tuple[torch.Tensor, ...]) -> tuple[torc
     return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
 
 
+@torch.no_grad()
+def held_out_loss(model: CopyTransformer, split: CopySplit, device: torch.device, batch_size: int = 1024) -> float:
+    """Mean per-token cross-entropy on a held-out split: the validation curve. Nothing is selected on it."""
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, len(split), batch_size):
+        rows = slice(start, start + batch_size)
+        batch = (split.inputs[rows].to(device), split.targets[rows].to(device))
+        with autocast(device):
+            loss, n_tokens = _loss(model, batch)
+        total += float(loss) * n_tokens
+        count += n_tokens
+    return total / count
+
+
 def _position_table_snapshot(model: CopyTransformer) -> dict[str, torch.Tensor]:
     """The learned position table (if the scheme has one), for the PCA-over-training figure."""
     return {name: p.detach().cpu().clone() for name, p in model.pe.named_parameters()}
@@ -54,11 +69,15 @@ def build_and_check(params: Params, scheme: str, seed: int) -> CopyTransformer:
 
 
 def train_one(params: Params, scheme: str, seed: int, data_dir: str | Path, out_dir: str | Path, device: str = "auto") -> None:
-    """Train ``scheme`` with ``seed`` and write model.pt, history.csv, train_stats.json, config.json."""
+    """Train ``scheme`` with ``seed`` and write model.pt, history.csv, train_stats.json, config.json.
+
+    history.csv logs the training loss and ``val_loss``, the loss on the held-out test split, at every log step.
+    """
     cfg = params.copy
     dev = pick_device(device)
     model = build_and_check(params, scheme, seed)
-    train_split = load_copy_dataset(data_file(data_dir, seed))["train"]
+    splits = load_copy_dataset(data_file(data_dir, seed))
+    train_split, held_out = splits["train"], splits["test"]
     order = torch.Generator().manual_seed(seed)
 
     def next_batch(step: int):
@@ -67,7 +86,7 @@ def train_one(params: Params, scheme: str, seed: int, data_dir: str | Path, out_
 
     result = train(
         model, next_batch, _loss, cfg.train, dev, desc=f"copy {scheme} seed {seed}",
-        snapshot=_position_table_snapshot,
+        snapshot=_position_table_snapshot, on_log=lambda step, m: {"val_loss": held_out_loss(m, held_out, dev)},
     )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,15 @@ class MultiHeadAttention(nn.Module):
         """
         q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(memory)), self._heads(self.v_proj(memory))
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
+        return self.attend(q, k, v, attn_bias, need_weights)
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attention of projected (and rotated) heads. q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh).
+
+        Returns the output (B, Tq, D) after the output projection and, if ``need_weights``, the weights.
+        """
         if attn_bias is not None:
             attn_bias = attn_bias.to(q.dtype)
         dropout = self.dropout if self.training else 0.0

@@ -68,6 +68,28 @@ class DecoderLayer(nn.Module):
         x = x + self.drop(self.ff(self.ff_norm(x)))
         return x, {"self": self_w, "cross": cross_w}
 
+    def step(self, x, cache, *, pe, cross_pe, position, memory_positions, self_bias, cross_bias):
+        """Incremental decoding: one new target token. x: (B, 1, D); position: (1,).
+
+        ``cache`` holds this layer's self-attention keys/values of the earlier tokens (already rotated,
+        each at its own position) and the memory's keys/values; the new token's are appended in place.
+        Rotating a key once at its own position is exact for every scheme whose ``rotate`` acts on q and
+        k separately (all registered ones). Returns (B, 1, D).
+        """
+        attn, cross = self.self_attn, self.cross_attn
+        h = self.self_norm(x)
+        q, k, v = attn._heads(attn.q_proj(h)), attn._heads(attn.k_proj(h)), attn._heads(attn.v_proj(h))
+        q, k = pe.rotate(q, k, position, position)  # (B, H, 1, Dh)
+        cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t+1, Dh)
+        cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
+        h, _ = attn.attend(q, cache["k"], cache["v"], self_bias)
+        x = x + self.drop(h)
+        q = cross._heads(cross.q_proj(self.cross_norm(x)))  # (B, H, 1, Dh)
+        q, memory_k = cross_pe.rotate(q, cache["memory_k"], position, memory_positions)
+        h, _ = cross.attend(q, memory_k, cache["memory_v"], cross_bias)
+        x = x + self.drop(h)
+        return x + self.drop(self.ff(self.ff_norm(x)))
+
 
 class Encoder(nn.Module):
     """A stack of encoder layers sharing one positional scheme (embed + rotate + bias)."""
@@ -91,3 +113,64 @@ class Encoder(nn.Module):
             x, weights = layer(x, pe=self.pe, positions=positions, attn_bias=bias, need_weights=need_weights)
             attentions.append(weights)
         return self.norm(x), attentions
+
+
+class Decoder(nn.Module):
+    """A stack of decoder layers: causal self-attention with the decoder's scheme (embed + rotate + bias),
+    cross-attention to the encoder's output with ``cross_pe``."""
+
+    def __init__(
+        self, pe: PositionalEncoding, cross_pe: PositionalEncoding, n_layers: int, d_ff: int, dropout: float
+    ) -> None:
+        super().__init__()
+        if not pe.causal:
+            raise ValueError("the decoder's positional scheme must be built with causal=True")
+        self.pe = pe
+        self.cross_pe = cross_pe
+        self.layers = nn.ModuleList(DecoderLayer(pe.d_model, pe.n_heads, d_ff, dropout) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(pe.d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, memory, positions, memory_positions, memory_padding_mask=None, need_weights=False):
+        """x: (B, T, D) target embeddings; memory: (B, S, D); positions: (T,); memory_positions: (S,);
+        memory_padding_mask: (B, S), True at padding. Returns (B, T, D) and per-layer attention."""
+        x = self.drop(self.pe.embed(x, positions))
+        t, s = x.shape[1], memory.shape[1]
+        self_bias = combine_attention_bias(
+            self.pe.bias(positions, positions), q_len=t, k_len=t, causal=True, device=x.device
+        )  # (1, H|1, T, T)
+        cross_bias = combine_attention_bias(
+            self.cross_pe.bias(positions, memory_positions), q_len=t, k_len=s,
+            key_padding_mask=memory_padding_mask, device=x.device,
+        )  # (B|1, H|1, T, S) or None
+        attentions = []
+        for layer in self.layers:
+            x, weights = layer(
+                x, memory, pe=self.pe, cross_pe=self.cross_pe, positions=positions,
+                memory_positions=memory_positions, self_bias=self_bias, cross_bias=cross_bias,
+                need_weights=need_weights,
+            )
+            attentions.append(weights)
+        return self.norm(x), attentions
+
+    def init_cache(self, memory: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+        """Per-layer caches for incremental decoding, holding the memory's keys and values (B, H, S, Dh)."""
+        return [{"memory_k": layer.cross_attn._heads(layer.cross_attn.k_proj(memory)),
+                 "memory_v": layer.cross_attn._heads(layer.cross_attn.v_proj(memory))} for layer in self.layers]
+
+    def step(self, x, caches, position: int, memory_positions, memory_padding_mask=None):
+        """Incremental decoding: x (B, 1, D) is the embedding of the token at ``position``; earlier tokens
+        are in ``caches`` (from ``init_cache``, updated in place). Returns the hidden state (B, 1, D),
+        equal to ``forward``'s at that position."""
+        pos = torch.tensor([position], device=x.device)
+        keys = torch.arange(position + 1, device=x.device)
+        x = self.drop(self.pe.embed(x, pos))
+        self_bias = combine_attention_bias(self.pe.bias(pos, keys), q_len=1, k_len=position + 1, device=x.device)
+        cross_bias = combine_attention_bias(
+            self.cross_pe.bias(pos, memory_positions), q_len=1, k_len=memory_positions.shape[0],
+            key_padding_mask=memory_padding_mask, device=x.device,
+        )  # (B|1, H|1, 1, S) or None
+        for layer, cache in zip(self.layers, caches):
+            x = layer.step(x, cache, pe=self.pe, cross_pe=self.cross_pe, position=pos,
+                           memory_positions=memory_positions, self_bias=self_bias, cross_bias=cross_bias)
+        return self.norm(x)

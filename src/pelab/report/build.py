@@ -10,8 +10,10 @@ import pandas as pd
 from pelab import io
 from pelab.config import Params
 from pelab.report import copy_figures
+from pelab.report.analysis_section import analysis_section
 from pelab.report.style import setup
 from pelab.report.tables import best_scheme, comparison_table, cost_table, seed_values
+from pelab.report.translation_section import translation_section
 from pelab.stats import summarize
 
 COPY_COLUMNS = [
@@ -51,7 +53,8 @@ def copy_reading(records: pd.DataFrame, schemes: list[str]) -> str:
 
 
 def build_report(
-    params: Params, records_path: Path, plots_dir: Path, runs_dir: Path, figures_dir: Path, out_path: Path
+    params: Params, records_path: Path, plots_dir: Path, runs_dir: Path, figures_dir: Path, out_path: Path,
+    results_dir: Path | None = None,
 ) -> None:
     setup()
     records = pd.read_csv(records_path, dtype={"length": str})
@@ -101,4 +104,6 @@ def build_report(
         cost_table(records, "copy", schemes, device),
         "",
     ]
+    lines += analysis_section(params, records, runs_dir, figures_dir)
+    lines += translation_section(params, records, curves, runs_dir, results_dir, figures_dir)
     io.write_text_atomic(out_path, "\n".join(lines))

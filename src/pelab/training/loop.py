@@ -50,7 +50,8 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
 @dataclass
 class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)  # {"step", "loss", "lr"}
-    wall_time_s: float = 0.0
+    wall_time_s: float = 0.0  # optimisation only: time spent in ``on_log`` and ``snapshot`` is not counted
+    eval_time_s: float = 0.0  # time spent in ``on_log`` and ``snapshot``
     tokens: int = 0
     peak_memory_mb: float = 0.0
     snapshots: list[tuple[int, dict[str, torch.Tensor]]] = field(default_factory=list)
@@ -87,7 +88,9 @@ def train(
     bar = tqdm(range(cfg.steps), desc=desc, leave=False, mininterval=1.0)
     for step in bar:
         if step in snapshot_steps:
+            tick = time.perf_counter()
             result.snapshots.append((step, snapshot(model)))
+            result.eval_time_s += time.perf_counter() - tick
         batch = tuple(t.to(device, non_blocking=True) for t in next_batch(step))
         with autocast(device):
             loss, n_tokens = loss_fn(model, batch)
@@ -104,14 +107,18 @@ def train(
             row = {"step": step + 1, "loss": running / count, "lr": schedule.get_last_lr()[0]}
             running = 0.0
             if on_log is not None:
+                tick = time.perf_counter()
                 row.update(on_log(step + 1, model))
                 model.train()
+                result.eval_time_s += time.perf_counter() - tick
             result.history.append(row)
             bar.set_postfix(loss=f"{row['loss']:.4f}")
     if snapshot is not None and cfg.steps in snapshot_steps:
+        tick = time.perf_counter()
         result.snapshots.append((cfg.steps, snapshot(model)))
+        result.eval_time_s += time.perf_counter() - tick
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         result.peak_memory_mb = torch.cuda.max_memory_allocated(device) / 2**20
-    result.wall_time_s = time.perf_counter() - start
+    result.wall_time_s = time.perf_counter() - start - result.eval_time_s
     return result

@@ -1,0 +1,263 @@
+"""The numbers the report states about the references' analyses (``pelab.analysis``), checked on known inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch.testing import assert_close
+
+from pelab.analysis import attention, distance_decay, learned_table, norms, shift_property, similarity
+from pelab.config import CopyTaskConfig, ModelConfig, PositionalConfig
+from pelab.model.copy_model import build_copy_model
+from pelab.positional.functional import sinusoidal_table
+from pelab.report.anchors import ANCHORS, anchors_table
+
+WAYS = shift_property.SHIFT_WAYS
+TASK = CopyTaskConfig(context=20, long_context=40)
+MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
+
+
+def copy_model(scheme: str, seed: int = 0):
+    return build_copy_model(scheme, TASK.vocab_size, MODEL, PositionalConfig(), seed).eval()
+
+
+# Linear shift property ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("way", WAYS)
+def test_shift_ways_match_the_shifted_table_in_float64(way: str) -> None:
+    """The notebook's setting (200 positions, d = 256, φ = 100)."""
+    assert shift_property.shift_errors(200, 256, 100)[way] < 1e-10
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_shift_ways_match_the_shifted_table_in_float32(way: str) -> None:
+    """Our model's setting (40 positions, d = 64, φ = 20), where float32 angles stay small."""
+    assert shift_property.shift_errors(40, 64, 20, dtype=torch.float32)[way] < 1e-5
+
+
+def test_shift_ways_agree_with_each_other_and_with_the_matrix_form() -> None:
+    table = sinusoidal_table(torch.arange(50, dtype=torch.float64), 16)
+    results = [fn(table, 7) for fn in shift_property.SHIFT_FUNCTIONS.values()]
+    for result in results[1:]:
+        assert_close(result, results[0], rtol=0, atol=1e-13)
+    m = shift_property.shift_matrix(16, 7)
+    assert_close(m @ table[3], sinusoidal_table(torch.tensor([10.0], dtype=torch.float64), 16)[0], rtol=0, atol=1e-13)
+
+
+def test_shift_matrix_is_a_rotation_that_composes() -> None:
+    m3, m4, m7 = (shift_property.shift_matrix(32, phi) for phi in (3, 4, 7))
+    assert_close(m3 @ m3.T, torch.eye(32, dtype=torch.float64), rtol=0, atol=1e-14)
+    assert_close(m3 @ m4, m7, rtol=0, atol=1e-14)
+    assert torch.count_nonzero(m7) == 2 * 32  # block-diagonal: one 2×2 block per frequency
+
+
+# Norms and relative-only RoPE -------------------------------------------------------------------------
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float64, 1e-12), (torch.float32, 1e-5)])
+def test_sinusoidal_rows_have_norm_sqrt_half_d(dtype: torch.dtype, tolerance: float) -> None:
+    assert norms.sinusoidal_norm_deviation(200, 256, dtype=dtype) < tolerance
+    assert norms.sinusoidal_norm_deviation(40, 64, dtype=dtype) < tolerance
+    assert_close(norms.sinusoidal_row_norms(5, 8), torch.full((5,), 2.0, dtype=torch.float64))  # the notes' output
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float64, 1e-12), (torch.float32, 1e-5)])
+def test_rope_scores_depend_on_the_offset_only(dtype: torch.dtype, tolerance: float) -> None:
+    assert norms.rope_relative_deviation(64, 16, dtype=dtype) < tolerance
+
+
+def test_diagonal_spread_detects_non_toeplitz_matrices() -> None:
+    toeplitz = torch.tensor([[1.0, 2.0, 3.0], [4.0, 1.0, 2.0], [5.0, 4.0, 1.0]])
+    assert float(norms.diagonal_spread(toeplitz).max()) == 0.0
+    toeplitz[1, 2] = 2.5
+    assert float(norms.diagonal_spread(toeplitz)[3]) == pytest.approx(0.5)  # offset +1 is index T−1+1 = 3
+
+
+# Distance decay -------------------------------------------------------------------------------------
+def test_raw_sinusoidal_score_is_symmetric_maximal_at_zero_and_a_sum_of_cosines() -> None:
+    d, m = 64, 40
+    curve = distance_decay.sinusoidal_decay(d, m)
+    delta = distance_decay.offsets(m).double()
+    assert distance_decay.asymmetry(curve) < 1e-14
+    assert int(delta[curve.argmax()]) == 0
+    assert float(curve[m]) == pytest.approx(d / 2)
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    assert_close(curve, torch.cos(delta[:, None] * w).sum(1), rtol=0, atol=1e-12)  # Σ_k cos(Δ w_k)
+    assert_close(distance_decay.sinusoidal_decay(d, m, t0=77), curve, rtol=0, atol=1e-12)  # independent of t
+
+
+def test_raw_rope_score_and_roformer_bound() -> None:
+    h, m = 16, 40
+    curve = distance_decay.rope_decay(h, m)
+    assert distance_decay.asymmetry(curve) < 1e-14
+    assert int(distance_decay.offsets(m)[curve.argmax()]) == 0
+    assert float(curve[m]) == pytest.approx(h)  # ‖1‖² with Dh ones
+    bound = distance_decay.rope_relative_upper_bound(h, m)
+    assert float(bound[m]) == pytest.approx((h / 2 + 1) / 2)  # |S_i| = i at Δ = 0, mean over i = 1..Dh/2
+    assert float(bound[-1]) < float(bound[m])
+
+
+def test_layer0_scores_are_the_logits_of_the_model_attention() -> None:
+    """softmax of the layer-0 scores reproduces the model's own layer-0 attention weights."""
+    model = copy_model("sinusoidal")
+    tokens, _ = attention.copy_example(TASK)
+    scores = distance_decay.layer0_scores(model, TASK.context, tokens)
+    weights, _ = attention.attention_maps(model, tokens)
+    assert_close(scores.softmax(-1), weights[0], rtol=1e-5, atol=1e-6)
+
+
+def test_projection_breaks_the_relative_property_of_sinusoidal_but_not_of_rope() -> None:
+    sinusoidal = distance_decay.layer0_scores(copy_model("sinusoidal"), TASK.context)
+    rope = distance_decay.same_token_scores(copy_model("rope"), TASK.context, list(range(TASK.n_digits)))
+    assert distance_decay.relative_only_spread(sinusoidal) > 0.05
+    assert distance_decay.relative_only_spread(rope) < 1e-5
+    delta, mean, low, high = distance_decay.scores_by_offset(rope)
+    assert delta.tolist() == list(range(-(TASK.context - 1), TASK.context))
+    assert_close(low, high, rtol=0, atol=1e-5)
+    assert mean.shape == (MODEL.n_heads, 2 * TASK.context - 1)
+
+
+# Similarity, PCA, MDS -------------------------------------------------------------------------------
+def test_similarity_matrices() -> None:
+    table = torch.randn(12, 8, generator=torch.Generator().manual_seed(0))
+    sims = similarity.position_similarity(table)
+    assert_close(sims["cosine"].diagonal(), torch.ones(12, dtype=torch.float64))
+    assert_close(sims["dot"], sims["dot"].T)
+    assert_close(sims["dot"].diagonal(), table.double().norm(dim=1) ** 2)
+    by_offset = similarity.mean_by_offset(sims["cosine"])
+    assert by_offset.shape == (12,) and float(by_offset[0]) == pytest.approx(1.0)
+    sinusoidal = similarity.position_similarity(sinusoidal_table(torch.arange(20, dtype=torch.float64), 64))
+    assert float(similarity.mean_by_offset(sinusoidal["cosine"], 1)[1]) > 0.9
+
+
+def curve_table(positions: int = 20, dim: int = 16, noise: float = 0.0, seed: int = 0) -> torch.Tensor:
+    """Rows on a planar arc in the first two dimensions (a table ordered by position), plus noise."""
+    t = torch.arange(positions, dtype=torch.float64)
+    table = torch.zeros(positions, dim, dtype=torch.float64)
+    table[:, 0], table[:, 1] = torch.cos(t / 8), torch.sin(t / 8)
+    gen = torch.Generator().manual_seed(seed)
+    return table + noise * torch.randn(positions, dim, generator=gen, dtype=torch.float64)
+
+
+def test_pca_trajectory_shapes_and_explained_variance(tmp_path) -> None:
+    init = 0.02 * torch.randn(128, 16, generator=torch.Generator().manual_seed(1))
+    final = init.clone()
+    final[:20] = curve_table(noise=0.01).float()
+    snapshots = [(step, {"table.weight": table}) for step, table in ((0, init), (50, (init + final) / 2), (100, final))]
+    torch.save(snapshots, tmp_path / "position_snapshots.pt")
+    loaded = learned_table.load_snapshots(tmp_path / "position_snapshots.pt", rows=20)
+    assert loaded.steps == [0, 50, 100] and loaded.tables.shape == (3, 20, 16)
+    traj = learned_table.pca_trajectory(loaded)
+    assert traj.coords.shape == (3, 20, 2)
+    assert 0 <= traj.explained[1] <= traj.explained[0] <= 1
+    assert traj.explained.sum() > 0.95  # the trained table is planar
+    assert learned_table.adjacent_nearest_neighbours(loaded.tables[-1]) == 1.0  # ordered after training
+    assert learned_table.adjacent_nearest_neighbours(loaded.tables[0]) < 0.5  # not at initialisation
+
+
+def test_mds_recovers_a_planar_table_and_the_offset_correlation() -> None:
+    table = curve_table()
+    coords, stress = learned_table.mds_2d(table)
+    assert coords.shape == (20, 2)
+    assert stress < 0.05
+    embedded = np.linalg.norm(coords[:, None] - coords[None], axis=-1)
+    assert np.allclose(embedded, learned_table.pairwise_distances(table), atol=0.05)
+    assert learned_table.distance_offset_correlation(table) > 0.99  # ties at equal offsets differ by rounding only
+    random = torch.randn(20, 16, generator=torch.Generator().manual_seed(0))
+    assert abs(learned_table.distance_offset_correlation(random)) < 0.3
+
+
+# Attention maps ---------------------------------------------------------------------------------------
+def test_copy_example_is_the_posts_example_padded_to_the_context() -> None:
+    tokens, target = attention.copy_example(TASK)
+    assert attention.token_labels(tokens, TASK)[:6] == ["7", "1", "8", "2", "<copy>", "_"]
+    assert tokens.shape == (TASK.context,)
+    assert target[:9].tolist() == [7, 1, 8, 2, TASK.copy_token, 7, 1, 8, 2]
+    assert (target[9:] == TASK.pad_token).all()
+
+
+@pytest.mark.parametrize("scheme", ["none", "sinusoidal", "rope", "alibi", "t5"])
+def test_attention_maps_are_distributions(scheme: str) -> None:
+    tokens, _ = attention.copy_example(TASK)
+    weights, predicted = attention.attention_maps(copy_model(scheme), tokens)
+    assert weights.shape == (MODEL.n_layers, MODEL.n_heads, TASK.context, TASK.context)
+    assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    assert (weights >= 0).all() and predicted.shape == (TASK.context,)
+
+
+def test_copy_alignment_is_one_for_a_perfect_copy_head_and_one_over_t_for_uniform() -> None:
+    t, n = TASK.context, 4
+    perfect = torch.full((1, 2, t, t), 0.0)
+    perfect[0, 0, torch.arange(n) + n + 1, torch.arange(n)] = 1.0
+    perfect[0, 1] = 1.0 / t
+    assert_close(attention.copy_alignment(perfect, n), torch.tensor([[1.0, 1.0 / t]]))
+
+
+# Anchors ----------------------------------------------------------------------------------------------
+def test_anchors_table_puts_our_mean_beside_the_published_number() -> None:
+    rows = [{"task": "copy", "pe": "sinusoidal", "seed": s, "split": "test", "length": "all",
+             "metric": "exact_match", "value": v} for s, v in enumerate([0.99, 1.0, 0.98])]
+    table = anchors_table(pd.DataFrame(rows), {"context": 20, "n_layers": 2, "d_model": 64})
+    line = next(row for row in table.splitlines() if "`sinusoidal`" in row and "accuracy" in row)
+    assert "0.997" in line and "0.990 ± 0.010" in line and "n = 3" in line
+    assert "not in this run" in next(row for row in table.splitlines() if "`none`" in row)
+    assert "characters" in table  # the BLEU caveat
+    assert len([row for row in table.splitlines() if row.startswith("| ")]) == len(ANCHORS) + 1
+    assert math.isclose(next(a.published for a in ANCHORS if a.scheme == "alibi_sym"), 0.14)
+
+
+# Translation hooks (run only when translation models exist) ----------------------------------------------
+class TinyCorpus:
+    """The parts of ``PreparedTranslation`` the attention maps read: one split, ids, text and a tokenizer."""
+
+    eval_splits = ["test_2016_flickr"]
+
+    class tokenizer:  # noqa: N801 - mimics tokenizers.Tokenizer.id_to_token
+        @staticmethod
+        def id_to_token(i: int) -> str:
+            return f"t{i}"
+
+    def ids(self, split: str, column: str) -> list[list[int]]:
+        return {"src_ids": [[5, 6, 7, 8, 3]], "tgt_ids": [[9, 10, 11]]}[column]
+
+    def text(self, split: str, lang: str) -> list[str]:
+        return {"fr": ["un deux trois quatre"], "en": ["one two three"]}[lang]
+
+
+def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
+    from pelab.config import Params, Seq2SeqConfig
+    from pelab.model.seq2seq import build_seq2seq_model
+    from pelab.report import analysis_section
+
+    cfg = Seq2SeqConfig(d_model=16, encoder_layers=1, decoder_layers=2, n_heads=2, d_ff=32, dropout=0.0)
+    params = Params(profile="test", schemes=("learned", "rope"), seeds=(0,),
+                    positional=PositionalConfig(max_positions=32), raw={"translation": {"model": vars(cfg), "data": {"max_tokens": 20}}})
+    for scheme in params.schemes:
+        run = tmp_path / "runs" / "translation" / scheme / "seed_0"
+        run.mkdir(parents=True)
+        torch.save(build_seq2seq_model(scheme, 40, cfg, params.positional, 0).state_dict(), run / "model.pt")
+        (run / "config.json").write_text('{"vocab_size": 40}')
+    model = build_seq2seq_model("rope", 40, cfg, params.positional, 0)
+    maps = attention.seq2seq_attention_maps(model, torch.tensor([5, 6, 7, 3]), torch.tensor([2, 9, 10]))
+    assert maps["encoder self"].shape == (1, 2, 4, 4)
+    assert maps["decoder self"].shape == (2, 2, 3, 3) and maps["cross"].shape == (2, 2, 3, 4)
+    for weights in maps.values():
+        assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    assert float(maps["decoder self"].triu(1).abs().max()) == 0.0  # causal
+
+    ctx = analysis_section._Context(params, tmp_path / "runs", tmp_path / "figures")
+    lines = analysis_section.translation_analyses(ctx, data=TinyCorpus())
+    text = "\n".join(lines)
+    assert "encoder self, within ±1" in text and "`rope`" in text
+    for name in ("translation_pe_tables.png", "translation_learned_mds.png", "translation_attention_learned.png",
+                 "translation_attention_rope.png"):
+        assert (tmp_path / "figures" / name).stat().st_size > 0
+    empty = analysis_section._Context(params, tmp_path / "nothing", tmp_path / "figures")
+    assert analysis_section.translation_analyses(empty, data=TinyCorpus()) == []
+
+
+def test_local_mass() -> None:
+    eye = torch.eye(6)
+    assert float(attention.local_mass(eye)) == pytest.approx(1.0)
+    assert float(attention.local_mass(torch.full((6, 6), 1 / 6), width=1)) == pytest.approx((2 + 3 * 4 + 2) / 36)
