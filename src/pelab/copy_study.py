@@ -5,7 +5,6 @@ Each function is what one DVC stage runs; every path comes from the caller (dvc.
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 
 import torch
@@ -13,10 +12,10 @@ import torch.nn.functional as F
 
 from pelab import io
 from pelab.config import Params, to_dict
-from pelab.model.copy_model import CopyTransformer, build_copy_model, count_parameters
+from pelab.model.copy_model import CopyTransformer, build_copy_model
 from pelab.tasks.copy_task import CopySplit, copy_metrics, load_copy_dataset, make_copy_dataset, save_copy_dataset
+from pelab.training.accounting import run_cost
 from pelab.training.loop import autocast, pick_device, train
-from pelab.training.seeding import seeded
 
 TASK = "copy"
 
@@ -94,19 +93,7 @@ def train_one(params: Params, scheme: str, seed: int, data_dir: str | Path, out_
     if result.snapshots and result.snapshots[0][1]:
         torch.save(result.snapshots, out / "position_snapshots.pt")
     io.write_csv(out / "history.csv", result.history)
-    peak_mb = result.peak_memory_mb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    io.write_json(
-        out / "train_stats.json",
-        {
-            **count_parameters(model),
-            "wall_time_s": result.wall_time_s,
-            "tokens_per_s": result.tokens / max(result.wall_time_s, 1e-9),
-            "peak_memory_mb": peak_mb,
-            "peak_memory_kind": "cuda_max_allocated" if dev.type == "cuda" else "process_max_rss",
-            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-            "final_loss": result.history[-1]["loss"],
-        },
-    )
+    io.write_json(out / "train_stats.json", run_cost(model, result, dev))
     io.write_json(
         out / "config.json",
         {"task": TASK, "scheme": scheme, "seed": seed, "profile": params.profile,

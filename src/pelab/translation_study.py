@@ -8,7 +8,6 @@ weights of the shared parameters, so runs pair by seed across schemes.
 
 from __future__ import annotations
 
-import resource
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch.nn.functional as F
 from pelab import io
 from pelab.config import Params, to_dict
 from pelab.decoding import translate
-from pelab.model.copy_model import count_parameters
+from pelab.training.accounting import run_cost
 from pelab.model.seq2seq import Seq2SeqTransformer, build_seq2seq_model
 from pelab.tasks.bleu import sacrebleu_score, score_corpus
 from pelab.tasks.translation_data import (
@@ -137,17 +136,10 @@ def train_one(
     out.mkdir(parents=True, exist_ok=True)
     torch.save(model.cpu().state_dict(), out / "model.pt")
     io.write_csv(out / "history.csv", result.history)
-    peak_mb = result.peak_memory_mb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     io.write_json(
         out / "train_stats.json",
         {
-            **count_parameters(model),
-            "wall_time_s": result.wall_time_s,
-            "tokens_per_s": result.tokens / max(result.wall_time_s, 1e-9),
-            "peak_memory_mb": peak_mb,
-            "peak_memory_kind": "cuda_max_allocated" if dev.type == "cuda" else "process_max_rss",
-            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-            "final_loss": result.history[-1]["loss"],
+            **run_cost(model, result, dev),
             "final_val_loss": result.history[-1]["val_loss"],
             "epochs": cfg.train.steps * cfg.train.batch_size / len(data.ids("train", "src_ids")),
         },

@@ -45,10 +45,3 @@ def build_copy_model(
         )
     with seeded(seed):
         return CopyTransformer(vocab_size, model, pe)
-
-
-def count_parameters(model: nn.Module) -> dict[str, int]:
-    """Parameters with and without the positional scheme's own (nanoGPT-style fair count)."""
-    total = sum(p.numel() for p in model.parameters())
-    positional = sum(p.numel() for m in model.modules() if isinstance(m, PositionalEncoding) for p in m.parameters())
-    return {"params_total": total, "params_positional": positional, "params_without_positional": total - positional}
