@@ -20,11 +20,17 @@ import click
 import torch
 import torch.nn.functional as F
 
-from pelab.config import ModelConfig, PositionalConfig
-from pelab.model.copy_model import build_copy_model
+from pelab.positional import scheme_options
+from pelab.tasks.copy.config import ModelConfig
+from pelab.tasks.copy.model import build_copy_model
 from pelab.positional import scheme_names
 from pelab.positional.functional import rope_angles, rope_rotate, rope_rotation_matrices
 from pelab.training.loop import autocast
+
+
+def _options(scheme: str, seq: int):
+    """Default options; the learned table sized to the benchmark's length."""
+    return scheme_options(scheme, {"max_positions": max(seq, 128)} if scheme == "learned" else None)
 
 
 def timed(fn, device: torch.device, repeats: int, warmup: int = 3) -> float:
@@ -55,7 +61,6 @@ def timed(fn, device: torch.device, repeats: int, warmup: int = 3) -> float:
 def main(device, d_model, heads, layers, seq, batch, repeats, out):
     dev = torch.device(device)
     model_cfg = ModelConfig(d_model=d_model, n_layers=layers, n_heads=heads, d_ff=4 * d_model)
-    positional = PositionalConfig(max_positions=max(seq, 128))
     vocab = 12
     tokens = torch.randint(0, vocab, (batch, seq), device=dev)
     results: dict = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
@@ -63,7 +68,7 @@ def main(device, d_model, heads, layers, seq, batch, repeats, out):
                      "heads": heads, "layers": layers}, "train_step_ms": {}}
 
     # 1. one training step per scheme, interleaved round-robin so drift hits every scheme alike
-    models = {s: build_copy_model(s, vocab, model_cfg, positional, seed=0).to(dev) for s in scheme_names()}
+    models = {s: build_copy_model(s, vocab, model_cfg, _options(s, seq), seed=0).to(dev) for s in scheme_names()}
 
     def step(model):
         def run():

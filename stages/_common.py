@@ -1,26 +1,12 @@
-"""Shared option for the stage scripts: where params.yaml lives, and one-line errors."""
+"""Shared options of the stage scripts: where params.yaml lives, the task choice, one-line errors."""
 
 from __future__ import annotations
 
-import functools
-import sys
-
 import click
+
+from pelab.errors import one_line_errors  # noqa: F401  (re-exported for the stage scripts)
 
 params_option = click.option(
     "--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True, dir_okay=False)
 )
-
-
-def one_line_errors(fn):
-    """Turn a ValueError/FileNotFoundError into one line on stderr and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (ValueError, FileNotFoundError) as err:
-            click.echo(f"error: {err}", err=True)
-            sys.exit(2)
-
-    return wrapper
+task_option = click.option("--task", "task_name", required=True, help="a registered task (pelab.tasks)")

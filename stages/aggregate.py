@@ -1,4 +1,4 @@
-"""Stage aggregate: tidy records of the schemes in params -> metrics.json, records.csv, plot data."""
+"""Stage aggregate: training and evaluation records of this study's runs -> one table, metrics, plot data."""
 
 from pathlib import Path
 
@@ -11,19 +11,16 @@ from pelab.config import load_params
 
 @click.command()
 @params_option
-@click.option("--results", "results", multiple=True, required=True, help="TASK=DIR, once per task")
+@click.option("--runs", "runs_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--results", "results_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--metrics", "metrics_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--records", "records_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--plots", "plots_dir", required=True, type=click.Path(file_okay=False))
 @one_line_errors
-def main(params_path: str, results: tuple[str, ...], metrics_path: str, records_path: str, plots_dir: str) -> None:
-    dirs = {}
-    for item in results:
-        task, sep, path = item.partition("=")
-        if not sep:
-            raise ValueError(f"--results takes TASK=DIR, got {item!r}")
-        dirs[task] = Path(path)
-    aggregate(load_params(params_path), dirs, Path(metrics_path), Path(records_path), Path(plots_dir))
+def main(params_path: str, runs_dir: str, results_dir: str, metrics_path: str, records_path: str,
+         plots_dir: str) -> None:
+    aggregate(load_params(params_path, check_cuda=False), Path(runs_dir), Path(results_dir), Path(metrics_path),
+              Path(records_path), Path(plots_dir))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Shared fixtures: the repository root and the read-only shared data beside it."""
+"""Shared fixtures: the repository root, the read-only shared data beside it, and smoke-sized params."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -18,3 +19,21 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return SHARED
+
+
+def smoke_raw(**changes) -> dict:
+    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``."""
+    from pelab.compose import compose_params
+
+    composed = compose_params(ROOT / "conf", ["profile=smoke"])
+    composed.update(changes)
+    return composed
+
+
+def smoke_params(tmp_path: Path, **changes):
+    """Smoke params written to ``tmp_path/params.yaml`` and loaded (validated) from there."""
+    from pelab.config import load_params
+
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(smoke_raw(**changes)))
+    return load_params(path)

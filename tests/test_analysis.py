@@ -11,8 +11,9 @@ import torch
 from torch.testing import assert_close
 
 from pelab.analysis import attention, distance_decay, learned_table, norms, shift_property, similarity
-from pelab.config import CopyTaskConfig, ModelConfig, PositionalConfig
-from pelab.model.copy_model import build_copy_model
+from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
+from pelab.tasks.copy.config import ModelConfig
+from pelab.tasks.copy.model import build_copy_model
 from pelab.positional.functional import sinusoidal_table
 from pelab.report.anchors import ANCHORS, anchors_table
 
@@ -22,7 +23,7 @@ MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
 
 
 def copy_model(scheme: str, seed: int = 0):
-    return build_copy_model(scheme, TASK.vocab_size, MODEL, PositionalConfig(), seed).eval()
+    return build_copy_model(scheme, TASK.vocab_size, MODEL, None, seed).eval()
 
 
 # Linear shift property ----------------------------------------------------------------------------------
@@ -226,19 +227,28 @@ class TinyCorpus:
 
 
 def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
-    from pelab.config import Params, Seq2SeqConfig
-    from pelab.model.seq2seq import build_seq2seq_model
+    import json
+    from dataclasses import asdict
+
+    import pandas as pd
+    from conftest import smoke_params
+
     from pelab.report import analysis_section
+    from pelab.report.context import ReportContext
+    from pelab.tasks.translation.config import Seq2SeqConfig
+    from pelab.tasks.translation.model import build_seq2seq_model
 
     cfg = Seq2SeqConfig(d_model=16, encoder_layers=1, decoder_layers=2, n_heads=2, d_ff=32, dropout=0.0)
-    params = Params(profile="test", schemes=("learned", "rope"), seeds=(0,),
-                    positional=PositionalConfig(max_positions=32), raw={"translation": {"model": vars(cfg), "data": {"max_tokens": 20}}})
+    params = smoke_params(tmp_path, seeds=[0], pe={"schemes": ["learned", "rope"]})
     for scheme in params.schemes:
         run = tmp_path / "runs" / "translation" / scheme / "seed_0"
         run.mkdir(parents=True)
-        torch.save(build_seq2seq_model(scheme, 40, cfg, params.positional, 0).state_dict(), run / "model.pt")
-        (run / "config.json").write_text('{"vocab_size": 40}')
-    model = build_seq2seq_model("rope", 40, cfg, params.positional, 0)
+        options = asdict(params.task("translation").options(scheme))
+        torch.save(build_seq2seq_model(scheme, 40, cfg, options, 0).state_dict(), run / "model.pt")
+        (run / "run.json").write_text(json.dumps({"task": "translation", "scheme": scheme, "seed": 0,
+                                                  "model": asdict(cfg), "options": options,
+                                                  "info": {"vocab_size": 40, "max_length": 41}}))
+    model = build_seq2seq_model("rope", 40, cfg, None, 0)
     maps = attention.seq2seq_attention_maps(model, torch.tensor([5, 6, 7, 3]), torch.tensor([2, 9, 10]))
     assert maps["encoder self"].shape == (1, 2, 4, 4)
     assert maps["decoder self"].shape == (2, 2, 3, 3) and maps["cross"].shape == (2, 2, 3, 4)
@@ -246,15 +256,18 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
         assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
     assert float(maps["decoder self"].triu(1).abs().max()) == 0.0  # causal
 
-    ctx = analysis_section._Context(params, tmp_path / "runs", tmp_path / "figures")
-    lines = analysis_section.translation_analyses(ctx, data=TinyCorpus())
+    records, curves = pd.DataFrame(columns=["task"]), pd.DataFrame()
+    ctx = ReportContext(params, records, curves, tmp_path / "runs", None, None, tmp_path / "figures")
+    ctx.translation_data = TinyCorpus()
+    ctx.figures_dir.mkdir()
+    lines = analysis_section.translation_analyses(ctx)
     text = "\n".join(lines)
     assert "encoder self, within ±1" in text and "`rope`" in text
     for name in ("translation_pe_tables.png", "translation_learned_mds.png", "translation_attention_learned.png",
                  "translation_attention_rope.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
-    empty = analysis_section._Context(params, tmp_path / "nothing", tmp_path / "figures")
-    assert analysis_section.translation_analyses(empty, data=TinyCorpus()) == []
+    empty = ReportContext(params, records, curves, tmp_path / "nothing", None, None, tmp_path / "figures")
+    assert analysis_section.translation_analyses(empty) == []
 
 
 def test_local_mass() -> None:

@@ -8,15 +8,22 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pelab.config import CopyTaskConfig
-from pelab.tasks.copy_task import (
-    copy_metrics,
+from dataclasses import replace
+
+from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
+from pelab.tasks.copy.data.generate import (
     encode_examples,
     load_copy_dataset,
-    make_copy_dataset,
+    make_copy_dataset as _make,
     sample_unique_sequences,
     save_copy_dataset,
 )
+from pelab.tasks.copy.evaluate import copy_metrics
+
+
+def make_copy_dataset(task: CopyTaskConfig, seed: int):
+    """The dataset drawn with data seed ``seed``."""
+    return _make(replace(task, seed=seed))
 
 TASK = CopyTaskConfig()  # digits 0..9, <copy> = 10, pad = 11
 C, P = TASK.copy_token, TASK.pad_token

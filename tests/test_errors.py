@@ -9,12 +9,16 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from conftest import smoke_raw
+
 from pelab.cli import main
-from pelab.config import CopyStudyConfig, CopyTaskConfig, ModelConfig, Params, PositionalConfig, load_params
-from pelab.copy_study import build_and_check
-from pelab.model.copy_model import build_copy_model
-from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, check_scheme, scheme_names
+from pelab.config import load_params, parse_params
+from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, check_scheme, scheme_names, scheme_options
 from pelab.positional.learned import LearnedPositionalEncoding
+from pelab.tasks import get_task
+from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
+from pelab.tasks.copy.config import ModelConfig
+from pelab.tasks.copy.model import build_copy_model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,7 +50,7 @@ def test_unknown_scheme_lists_every_registered_name(bad: str) -> None:
 def test_unknown_scheme_in_params_is_rejected() -> None:
     expected = f"unknown positional scheme 'nope'; valid choices: {valid_choices()}"
     with pytest.raises(ValueError, match=re.escape(expected)):
-        Params(profile="t", schemes=("rope", "nope"), seeds=(0,), positional=PositionalConfig(), raw={})
+        parse_params(smoke_raw(pe={"schemes": ["rope", "nope"]}))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,7 +80,7 @@ def test_learned_table_too_short_check_length() -> None:
 
 def test_learned_table_too_short_forward() -> None:
     model_cfg = ModelConfig(d_model=16, n_heads=2, d_ff=32)
-    model = build_copy_model("learned", 12, model_cfg, PositionalConfig(max_positions=16), seed=0)
+    model = build_copy_model("learned", 12, model_cfg, {"max_positions": 16}, seed=0)
     logits, _ = model(torch.zeros(1, 16, dtype=torch.long))
     assert logits.shape == (1, 16, 12)
     with pytest.raises(ValueError, match=r"has 16 rows, cannot encode a sequence of length 20"):
@@ -85,17 +89,62 @@ def test_learned_table_too_short_forward() -> None:
         model(torch.zeros(1, 4, dtype=torch.long), positions=torch.arange(20, 24))
 
 
-def test_build_and_check_rejects_a_table_shorter_than_the_long_test() -> None:
-    raw = {"copy": {"task": {"context": 20, "long_context": 40}, "model": {"d_model": 16, "n_heads": 2, "d_ff": 32}}}
-    params = Params(
-        profile="t", schemes=("learned",), seeds=(0,), positional=PositionalConfig(max_positions=30), raw=raw
-    )
-    with pytest.raises(ValueError, match=r"has 30 rows, cannot encode a sequence of length 40"):
-        build_and_check(params, "learned", 0)
-    # every other scheme has no length limit
-    for name in scheme_names():
-        if name != "learned":
-            assert build_and_check(params, name, 0).pe.__class__ is POSITIONAL_ENCODINGS[name]
+def test_params_reject_a_learned_table_shorter_than_the_long_test() -> None:
+    raw = smoke_raw()
+    raw["copy"]["positional"]["learned"] = {"max_positions": 15}  # smoke: long_context 16
+    with pytest.raises(ValueError, match=r"has 15 rows, cannot encode a sequence of length 16"):
+        parse_params(raw)
+    raw["pe"] = {"schemes": [s for s in scheme_names() if s != "learned"]}  # no other scheme has a length limit
+    assert parse_params(raw).task("copy").options("t5") == scheme_options("t5", raw["copy"]["positional"]["t5"])
+
+
+def test_model_shape_errors_fail_when_params_load_not_inside_training() -> None:
+    raw = smoke_raw()
+    raw["translation"]["model"] = {**raw["translation"]["model"], "d_model": 30, "n_heads": 4}
+    with pytest.raises(ValueError, match=r"translation.model.d_model=30 is not divisible by n_heads=4"):
+        parse_params(raw)
+    raw = smoke_raw()
+    raw["copy"]["model"] = {**raw["copy"]["model"], "d_model": 24, "n_heads": 4}  # head dim 6 is fine…
+    parse_params({**raw, "pe": {"schemes": ["rope"]}})
+    raw["copy"]["model"] = {**raw["copy"]["model"], "d_model": 12, "n_heads": 4}  # …3 is odd: rope cannot rotate
+    with pytest.raises(ValueError, match="rope needs an even head dimension"):
+        parse_params({**raw, "pe": {"schemes": ["rope"]}})
+
+
+def test_a_bad_translation_value_fails_before_any_task_trains() -> None:
+    raw = smoke_raw()
+    raw["translation"]["eval"]["decode"]["beam_size"] = 0
+    with pytest.raises(ValueError, match=r"translation.eval.decode.beam_size must be >= 1, got 0"):
+        parse_params(raw)
+    raw = smoke_raw()
+    raw["translation"]["data"]["corpus"] = "wmt"
+    with pytest.raises(ValueError, match=r"unknown translation corpus 'wmt'; valid choices: multi30k, iwslt2017"):
+        parse_params(raw)
+
+
+def test_cuda_on_a_machine_without_it_is_rejected_at_load(monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device in ("cuda", "cuda:0"):
+        with pytest.raises(ValueError, match=f"device '{device}' requested but no CUDA device is available"):
+            parse_params(smoke_raw(device=device))
+    with pytest.raises(ValueError, match=r"unknown device 'gpu'; valid choices: auto, cpu, cuda, cuda:N"):
+        parse_params(smoke_raw(device="gpu"))
+    assert parse_params(smoke_raw(device="cpu")).device == "cpu"
+
+
+def test_unknown_task_and_unknown_scheme_option() -> None:
+    with pytest.raises(ValueError, match=r"unknown task 'sort'; valid choices: copy, translation"):
+        parse_params(smoke_raw(tasks=["copy", "sort"]))
+    raw = smoke_raw()
+    raw["positional"]["rope"] = {"base": 10000.0, "num_buckets": 8}  # a T5 option given to rope
+    with pytest.raises(ValueError, match=re.escape("unknown option(s) ['num_buckets'] in positional.rope; "
+                                                   "valid options: base")):
+        parse_params(raw)
+    raw = smoke_raw()
+    raw["copy"]["positional"]["t5"] = {"buckets": 8}
+    with pytest.raises(ValueError, match=re.escape("unknown option(s) ['buckets'] in copy.positional.t5; "
+                                                   "valid options: max_distance, num_buckets")):
+        parse_params(raw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,27 +183,29 @@ def test_d_model_must_be_divisible_by_n_heads(d_model: int, n_heads: int) -> Non
 
 
 def test_unknown_section_keys_name_the_key_and_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match=re.escape("unknown ModelConfig key(s) ['d_modle']")) as err:
-        CopyStudyConfig.from_dict({"model": {"d_modle": 64}})
-    assert "'d_model'" in str(err.value) and "'n_heads'" in str(err.value)
-    with pytest.raises(ValueError, match=re.escape("unknown CopyTaskConfig key(s) ['contxt', 'n_digit']")):
-        CopyStudyConfig.from_dict({"task": {"contxt": 20, "n_digit": 10}})
-    expected = "unknown copy key(s) ['trian']; valid keys: ['model', 'task', 'train']"
-    with pytest.raises(ValueError, match=re.escape(expected)):
-        CopyStudyConfig.from_dict({"trian": {}})
+    copy = get_task("copy")
+    with pytest.raises(ValueError, match=re.escape("unknown key(s) ['d_modle'] in copy.model; valid keys: "
+                                                   "d_ff, d_model, dropout, n_heads, n_layers")):
+        copy.config({"model": {"d_modle": 64}})
+    with pytest.raises(ValueError, match=re.escape("unknown key(s) ['contxt', 'n_digit'] in copy.data")):
+        copy.config({"data": {"contxt": 20, "n_digit": 10}})
+    with pytest.raises(ValueError, match=re.escape("unknown key(s) ['trian'] in copy; valid keys: data, eval, "
+                                                   "model, positional, train")):
+        copy.config({"trian": {}})
 
 
-def test_unknown_positional_key_in_params_file(tmp_path: Path) -> None:
+def test_unknown_positional_scheme_in_params_file(tmp_path: Path) -> None:
+    raw = smoke_raw()
+    raw["positional"]["rotary"] = {"base": 10.0}
     path = tmp_path / "params.yaml"
-    path.write_text("pe:\n  schemes: [rope]\nseeds: [0]\npositional:\n  max_position: 64\n")
-    with pytest.raises(ValueError, match=re.escape("unknown PositionalConfig key(s) ['max_position']")) as err:
+    path.write_text(__import__("yaml").safe_dump(raw))
+    with pytest.raises(ValueError, match=re.escape("unknown scheme(s) ['rotary'] in positional; valid choices: ")):
         load_params(path)
-    assert "'max_positions'" in str(err.value)
 
 
 def test_known_keys_round_trip() -> None:
-    cfg = CopyStudyConfig.from_dict({"task": {"context": 30, "max_len": 14}, "model": {"d_model": 48, "n_heads": 6}})
-    assert (cfg.task.context, cfg.task.max_len, cfg.model.d_model, cfg.model.n_heads) == (30, 14, 48, 6)
+    cfg = get_task("copy").config({"data": {"context": 30, "max_len": 14}, "model": {"d_model": 48, "n_heads": 6}})
+    assert (cfg.data.context, cfg.data.max_len, cfg.model.d_model, cfg.model.n_heads) == (30, 14, 48, 6)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,10 +216,37 @@ def test_known_keys_round_trip() -> None:
 def test_cli_unknown_scheme_is_one_line_and_leaves_no_output(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(
-        main, ["train-copy", "--scheme", "nope", "--out", str(out), "--params", str(REPO / "params.yaml")]
+        main, ["run", "--task", "copy", "--scheme", "nope", "--out", str(out), "--params", str(REPO / "params.yaml")]
     )
     assert result.exit_code == 2, result.output
     assert result.stderr == f"error: unknown positional scheme 'nope'; valid choices: {valid_choices()}\n"
     assert result.stdout == ""
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["pe=rotary"], "error: bad override in ['pe=rotary']: In 'config': Could not find 'pe/rotary'; valid choices: "
+                    "alibi, alibi_sym, all, learned, none, rope, sinusoidal, t5"),
+    (["copy.train.stepz=3"], "error: bad override in ['copy.train.stepz=3']: Could not override 'copy.train.stepz'."),
+    (["++copy.positional.t5.buckets=8"], "error: unknown option(s) ['buckets'] in copy.positional.t5; valid options: "
+                                         "max_distance, num_buckets"),
+])
+def test_bad_hydra_input_is_one_line_and_nonzero(overrides: list[str], expected: str) -> None:
+    result = CliRunner().invoke(main, ["compose", "--conf", str(REPO / "conf"), *overrides])
+    assert result.exit_code == 2
+    assert result.stderr == expected + "\n"
+    assert result.stdout == ""
+
+
+def test_cli_run_trains_and_evaluates_one_run(tmp_path: Path) -> None:
+    import yaml
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(smoke_raw()))
+    result = CliRunner().invoke(main, ["run", "--task", "copy", "--scheme", "alibi", "--seed", "2", "--device", "cpu",
+                                       "--params", str(params), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("copy alibi seed 2 test: exact_match=") and len(lines) == 4
+    assert (tmp_path / "out/run/model.pt").exists() and (tmp_path / "out/results/records.jsonl").exists()

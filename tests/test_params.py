@@ -5,13 +5,18 @@ from __future__ import annotations
 import yaml
 
 from pelab.compose import compose_params
-from pelab.config import CopyStudyConfig, load_params
+from pelab.config import load_params
+from pelab.tasks.copy.config import CopyDataConfig
 from pelab.positional import scheme_names
 
 
-def test_params_yaml_is_the_default_composition(repo_root):
+def test_params_yaml_is_a_composition_of_conf(repo_root):
+    """params.yaml is the composition of conf/ for the profile and schemes it records (after
+    `dvc exp run -S profile=quick` it holds the quick composition, which is fine)."""
     committed = yaml.safe_load((repo_root / "params.yaml").read_text())
-    composed = compose_params(repo_root / "conf")
+    overrides = [f"profile={committed['profile']}", f"pe.schemes=[{','.join(committed['pe']['schemes'])}]",
+                 f"tasks=[{','.join(committed['tasks'])}]", f"seeds=[{','.join(map(str, committed['seeds']))}]"]
+    composed = compose_params(repo_root / "conf", overrides)
     assert committed == composed, "params.yaml drifted from conf/: run `pelab compose --out params.yaml`"
 
 
@@ -35,4 +40,31 @@ def test_every_profile_composes_into_valid_typed_configs(repo_root, tmp_path):
         path.write_text(yaml.safe_dump(composed))
         params = load_params(path)
         assert params.seeds == (0, 1, 2, 3, 4)
-        assert isinstance(params.copy, CopyStudyConfig)
+        assert isinstance(params.task("copy").data, CopyDataConfig)
+        assert params.tasks == ("copy", "translation")
+
+
+def test_each_task_reads_each_scheme_options_through_its_own_section(repo_root):
+    """`<task>.positional.<scheme>` follows the global `positional.<scheme>` unless the task overrides it."""
+    base = compose_params(repo_root / "conf", ["profile=smoke"])
+    changed = compose_params(repo_root / "conf", ["profile=smoke", "positional.rope.base=500"])
+    assert changed["copy"]["positional"]["rope"] == changed["translation"]["positional"]["rope"] == {"base": 500.0}
+    for task in ("copy", "translation"):
+        for scheme in base["positional"]:
+            if scheme != "rope":
+                assert changed[task]["positional"][scheme] == base[task]["positional"][scheme]
+    # the copy task sizes T5's buckets to its lengths; translation keeps T5's own
+    assert base["copy"]["positional"]["t5"] == {"num_buckets": 48, "max_distance": 40}
+    assert base["translation"]["positional"]["t5"] == base["positional"]["t5"] == {"num_buckets": 32,
+                                                                                    "max_distance": 128}
+
+
+def test_conf_positional_lists_every_scheme_with_exactly_its_declared_options(repo_root):
+    from pelab.positional import option_names
+
+    composed = compose_params(repo_root / "conf")
+    assert list(composed["positional"]) == scheme_names()
+    for name, options in composed["positional"].items():
+        assert sorted(options) == option_names(name), name
+    for task in composed["tasks"]:
+        assert list(composed[task]["positional"]) == scheme_names(), task

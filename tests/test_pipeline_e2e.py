@@ -1,42 +1,71 @@
-"""The real pipeline, end to end: `dvc repro` and `dvc exp run -S ...` on the smoke profile in a
-temporary copy of the repository. Checks outputs exist and hold sane values, that choosing one
-scheme re-runs only that scheme, and that `dvc metrics diff` reports per-scheme changes."""
+"""The real pipeline, end to end: `dvc repro` and `dvc exp run -S ...` on the smoke profile (three schemes,
+two seeds) in a temporary copy of the repository. Checks the outputs, and that caching follows meaning:
+
+* touching an evaluation module re-runs evaluation, aggregate and report, and no training stage;
+* changing one option of `t5` for one task retrains only that task's `t5` runs;
+* adding a seed trains only that seed;
+* SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the runs not finished before the kill;
+* `dvc exp run -S pe=alibi`-style subsets reuse cached runs.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pelab.positional import scheme_names
-
 pytestmark = pytest.mark.e2e
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "pelab-test", "GIT_AUTHOR_EMAIL": "test@pelab.invalid",
            "GIT_COMMITTER_NAME": "pelab-test", "GIT_COMMITTER_EMAIL": "test@pelab.invalid"}
+ENV = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
+SCHEMES, SEEDS, TASKS = ["none", "rope", "t5"], [0, 1], ["copy", "translation"]
+OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]"]
 
 
 def run(cmd: list[str], cwd: Path) -> str:
-    env = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
 
 
-def trained_stages(output: str) -> set[str]:
-    """Stages that actually ran training (not skipped, not restored from the run cache)."""
-    return {line.split("'")[1] for line in output.splitlines()
-            if line.startswith("Running stage 'train_")}
+def ran(output: str, kind: str) -> set[str]:
+    """Stages of ``kind`` (train, evaluate, …) that actually ran (not skipped, not restored from the run cache)."""
+    return {line.split("'")[1] for line in output.splitlines() if line.startswith(f"Running stage '{kind}")}
+
+
+def trains(tasks=TASKS, schemes=SCHEMES, seeds=SEEDS) -> set[str]:
+    return {f"train@{t}-{s}-{k}" for t in tasks for s in schemes for k in seeds}
+
+
+def edit_params(project: Path, change) -> None:
+    path = project / "params.yaml"
+    params = yaml.safe_load(path.read_text())
+    change(params)
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def locked_trains(project: Path) -> set[str]:
+    lock = project / "dvc.lock"
+    if not lock.exists():
+        return set()
+    try:
+        stages = yaml.safe_load(lock.read_text()).get("stages", {})
+    except yaml.YAMLError:  # caught mid-write
+        return set()
+    return {name for name in stages if name.startswith("train@")}
 
 
 @pytest.fixture(scope="module")
 def project(repo_root, tmp_path_factory) -> Path:
-    """A copy of the working tree (tracked and untracked-but-not-ignored files) as a fresh git repo."""
+    """A copy of the working tree (tracked and untracked-but-not-ignored files) as a fresh git repo, reproduced."""
     dest = tmp_path_factory.mktemp("pelab") / "repo"
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=repo_root,
                            capture_output=True, text=True, check=True).stdout.split()
@@ -52,9 +81,9 @@ def project(repo_root, tmp_path_factory) -> Path:
     run(["git", "init", "-q"], dest)
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "copy"], dest)
-    run(["pelab", "compose", "profile=smoke", "--out", "params.yaml"], dest)
+    run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
-    assert trained_stages(out) >= {f"train_copy@{s}" for s in scheme_names()}
+    assert ran(out, "train") == trains()
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "smoke results"], dest)
     return dest
@@ -62,21 +91,22 @@ def project(repo_root, tmp_path_factory) -> Path:
 
 def test_repro_writes_metrics_report_and_figures(project):
     metrics = json.loads((project / "reports/metrics.json").read_text())
-    assert set(metrics["copy"]) == set(scheme_names())
+    assert set(metrics) == set(TASKS)
+    assert set(metrics["copy"]) == set(SCHEMES)
     for scheme, entry in metrics["copy"].items():
-        assert entry["n_seeds"] == 5, scheme
+        assert entry["n_seeds"] == len(SEEDS), scheme
         for key in ("exact_match_mean", "token_accuracy_mean", "test_long_exact_match_mean"):
             assert 0.0 <= entry[key] <= 1.0, (scheme, key, entry[key])
-        assert entry["exact_match_ci_low"] <= entry["exact_match_mean"] <= entry["exact_match_ci_high"]
         assert entry["exact_match_sd"] >= 0.0
     report = (project / "reports/report.md").read_text()
-    assert "Profile **smoke**" in report
-    for scheme in scheme_names():
+    assert "Profile **smoke**" in report and "## Translation (French → English)" in report
+    for scheme in SCHEMES:
         assert f"`{scheme}`" in report
     figures = list((project / "reports/figures").glob("*.png"))
     assert len(figures) >= 3 and all(f.stat().st_size > 5000 for f in figures)
     for link in [line.split("(")[1].rstrip(")") for line in report.splitlines() if line.startswith("![")]:
         assert (project / "reports" / link).exists(), link
+    assert "translation_attention_rope.png" in report  # the translation attention maps reach the report
     records = (project / "reports/records.csv").read_text().splitlines()
     assert records[0].split(",")[:3] == ["task", "pe", "seed"]
 
@@ -86,20 +116,53 @@ def test_repro_again_is_a_no_op(project):
     assert "Running stage" not in out
 
 
+def test_editing_evaluation_code_reruns_evaluation_but_no_training(project):
+    path = project / "src/pelab/tasks/copy/evaluate.py"
+    path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
+    out = run(["dvc", "repro"], project)
+    assert ran(out, "train") == set()
+    assert ran(out, "evaluate") == {f"evaluate@copy-{s}" for s in SCHEMES}
+    assert {"aggregate", "report"} <= ran(out, "") and ran(out, "prepare") == set()
+
+
+def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
+    edit_params(project, lambda p: p["copy"]["positional"]["t5"].update(num_buckets=40))
+    out = run(["dvc", "repro"], project)
+    assert ran(out, "train") == trains(tasks=["copy"], schemes=["t5"])
+    assert ran(out, "evaluate") == {"evaluate@copy-t5"}
+
+
+def test_adding_a_seed_trains_only_it_and_a_kill_loses_only_the_run_in_progress(project):
+    edit_params(project, lambda p: p.update(seeds=[*SEEDS, 2]))
+    before = locked_trains(project)
+    new = trains(seeds=[2])
+    proc = subprocess.Popen(["dvc", "repro"], cwd=project, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(locked_trains(project) & new) < 2 and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running
+    proc.wait()
+    finished = locked_trains(project) & new
+    assert len(finished) >= 2 and locked_trains(project) >= before
+    out = run(["dvc", "repro"], project)
+    assert ran(out, "train") == new - finished  # only the runs not finished before the kill
+    assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
+    metrics = json.loads((project / "reports/metrics.json").read_text())
+    assert metrics["copy"]["rope"]["n_seeds"] == 3
+
+
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
-    out = run(["dvc", "exp", "run", "-S", "profile=smoke", "-S", "pe=alibi"], project)
-    assert trained_stages(out) == set()  # alibi already trained with these params
+    run(["git", "checkout", "--", "."], project)  # back to the committed params and code
+    run(["dvc", "checkout", "--force"], project)
+    base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=rope"]
+    out = run(["dvc", "exp", "run", *base], project)
+    assert ran(out, "train") == set()  # rope already trained with these params
     params = yaml.safe_load((project / "params.yaml").read_text())
-    assert params["pe"]["schemes"] == ["alibi"]
-    metrics = json.loads((project / "reports/metrics.json").read_text())
-    assert set(metrics["copy"]) == {"alibi"}
+    assert params["pe"]["schemes"] == ["rope"]
+    assert set(json.loads((project / "reports/metrics.json").read_text())["copy"]) == {"rope"}
 
-    out = run(["dvc", "exp", "run", "-S", "profile=smoke", "-S", "pe=alibi", "-S", "copy.train.steps=25"], project)
-    assert trained_stages(out) == {"train_copy@alibi"}
+    out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25"], project)
+    assert ran(out, "train") == trains(tasks=["copy"], schemes=["rope"])
     diff = run(["dvc", "metrics", "diff", "--all"], project)
-    assert "copy.alibi.exact_match_mean" in diff
-
-    out = run(["dvc", "exp", "run", "-S", "profile=smoke"], project)  # back to every scheme
-    assert trained_stages(out) == set()  # restored from the run cache, nothing retrained
-    metrics = json.loads((project / "reports/metrics.json").read_text())
-    assert set(metrics["copy"]) == set(scheme_names())
+    assert "copy.rope.exact_match_mean" in diff

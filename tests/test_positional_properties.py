@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pelab.config import ModelConfig, PositionalConfig
 from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.model.blocks import Encoder
-from pelab.model.copy_model import CopyTransformer, build_copy_model
+from pelab.tasks.copy.config import ModelConfig
+from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 from pelab.positional import build_positional_encoding, scheme_names
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
 
@@ -23,7 +23,6 @@ BIAS_SCHEMES = ["alibi", "alibi_sym", "t5"]
 TRAIN_LENGTH = 20
 VOCAB = 12
 MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
-POSITIONAL = PositionalConfig(max_positions=128)
 
 
 def test_scheme_groups_cover_the_registry() -> None:
@@ -32,7 +31,7 @@ def test_scheme_groups_cover_the_registry() -> None:
 
 
 def make_model(scheme: str, seed: int = 0) -> CopyTransformer:
-    model = build_copy_model(scheme, VOCAB, MODEL, POSITIONAL, seed).eval()
+    model = build_copy_model(scheme, VOCAB, MODEL, None, seed).eval()
     with torch.no_grad():  # relative biases start near zero (T5 std 0.02); make them matter
         for module in model.modules():
             if hasattr(module, "table") and isinstance(module.table, torch.nn.Embedding):
@@ -273,7 +272,7 @@ def test_attention_module_paths_agree_with_masks(scheme: str, causal: bool) -> N
     """MultiHeadAttention alone, with the scheme's bias combined with a causal and a padding mask."""
     torch.manual_seed(0)
     t, d, h = 10, 32, 4
-    pe = build_positional_encoding(scheme, d_model=d, n_heads=h, causal=causal, **vars(POSITIONAL))
+    pe = build_positional_encoding(scheme, d_model=d, n_heads=h, causal=causal)
     attn = MultiHeadAttention(d, h).eval()
     x = torch.randn(3, t, d)
     pos = torch.arange(t)
@@ -298,7 +297,7 @@ def test_trailing_padding_keeps_every_output_finite(scheme: str) -> None:
     (a NaN at a padded position would reach every position of the next layer through 0 · NaN)."""
     torch.manual_seed(0)
     t, d, h = 10, 32, 4
-    pe = build_positional_encoding(scheme, d_model=d, n_heads=h, **vars(POSITIONAL))
+    pe = build_positional_encoding(scheme, d_model=d, n_heads=h)
     encoder = Encoder(pe, n_layers=2, d_ff=64, dropout=0.0).eval()
     x = torch.randn(2, t, d)
     pos = torch.arange(t)

@@ -20,20 +20,17 @@ from nltk.translate.bleu_score import corpus_bleu
 from torch.testing import assert_close
 
 from pelab import io
-from pelab.config import (
-    DecodeConfig,
-    PositionalConfig,
-    Seq2SeqConfig,
-    TranslationDataConfig,
-    TranslationStudyConfig,
-)
-from pelab.decoding import beam_search, greedy_decode, max_lengths, translate
-from pelab.model.seq2seq import build_seq2seq_model
 from pelab.positional import scheme_names
 from pelab.positional.none import NoPositionalEncoding
-from pelab.tasks import bleu, iwslt, multi30k
-from pelab.tasks.corpora import corpus_names, load_corpus
-from pelab.tasks.translation_data import (
+from pelab.tasks.translation import bleu
+from pelab.tasks.translation.config import DecodeConfig, Seq2SeqConfig, TranslationDataConfig
+from pelab.tasks.translation.data import iwslt, multi30k
+from pelab.tasks.translation.data.corpora import corpus_names, load_corpus
+from pelab.tasks.translation.decoding import beam_search, greedy_decode, max_lengths, translate
+from pelab.tasks.translation.evaluate import bucket_labels, bucket_of
+from pelab.tasks.translation.model import build_seq2seq_model
+from pelab.tasks.translation.task import BucketedBatches
+from pelab.tasks.translation.data import (
     BOS_ID,
     EOS_ID,
     PAD_ID,
@@ -44,12 +41,11 @@ from pelab.tasks.translation_data import (
     prepare_translation_data,
     train_tokenizer,
 )
-from pelab.translation_study import BucketedBatches, bucket_labels, bucket_of
 
 SCHEMES = scheme_names()
 VOCAB = 40
 SMALL = Seq2SeqConfig(d_model=16, encoder_layers=2, decoder_layers=2, n_heads=2, d_ff=32, dropout=0.0)
-POSITIONAL = PositionalConfig(max_positions=64)
+POSITIONAL = {"max_positions": 64}  # the learned table; other schemes take their defaults
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +57,7 @@ def multi30k_dir(shared_dir):
 
 
 def tiny_model(scheme: str, seed: int = 0):
-    return build_seq2seq_model(scheme, VOCAB, SMALL, POSITIONAL, seed).eval()
+    return build_seq2seq_model(scheme, VOCAB, SMALL, POSITIONAL if scheme == "learned" else None, seed).eval()
 
 
 def random_source(batch: int = 3, length: int = 7, seed: int = 0) -> torch.Tensor:
@@ -155,7 +151,7 @@ def test_missing_files_without_network_name_the_dirs_searched(tmp_path, monkeypa
 def test_unknown_corpus_lists_the_valid_choices():
     expected = f"unknown translation corpus 'wmt14'; valid choices: {', '.join(corpus_names())}"
     with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
-        TranslationStudyConfig.from_dict({"corpus": "wmt14"})
+        TranslationDataConfig(corpus="wmt14")
     assert corpus_names() == ["multi30k", "iwslt2017"]
 
 
@@ -455,43 +451,58 @@ def test_length_buckets():
 
 
 def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
-    """prepare -> train -> evaluate -> aggregate -> report section, two schemes x two seeds."""
-    import dataclasses
+    """prepare -> train -> evaluate -> aggregate -> report section, two schemes x two seeds, through the runner."""
+    import subprocess
 
     import yaml
 
     from pelab.aggregate import aggregate
     from pelab.compose import compose_params
     from pelab.config import load_params
+    from pelab.report.context import ReportContext
     from pelab.report.translation_section import translation_section
-    from pelab.tasks.translation_data import prepare
-    from pelab.translation_study import evaluate_scheme, train_scheme
+    from pelab.runner.evaluate import evaluate_run
+    from pelab.runner.train import train_run
+    from pelab.tasks import get_task
 
-    raw = compose_params(repo_root / "conf", ["profile=smoke"])
+    raw = compose_params(repo_root / "conf", ["profile=smoke", "pe.schemes=[none,rope]", "seeds=[0,1]",
+                                              "tasks=[translation]"])
     raw["translation"]["data"].update(search_dirs=[str(multi30k_dir)], train_sentences=120, test_sentences=6)
     raw["translation"]["train"].update(steps=4, log_every=2, val_sentences=8)
     raw["translation"]["eval"]["examples"] = [0, 3]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
-    params = dataclasses.replace(load_params(tmp_path / "params.yaml"), schemes=("none", "rope"), seeds=(0, 1))
+    params = load_params(tmp_path / "params.yaml")
 
-    prepare(params.translation, tmp_path / "data")
+    get_task("translation").prepare(params.task("translation"), tmp_path / "data/translation")
     for scheme in params.schemes:
-        train_scheme(params, scheme, tmp_path / "data", tmp_path / "runs/translation" / scheme, device="cpu")
-        evaluate_scheme(params, scheme, tmp_path / "data", tmp_path / "runs/translation" / scheme,
-                        tmp_path / "results/translation" / scheme)
-    records = pd.DataFrame(io.read_jsonl(tmp_path / "results/translation/rope/records.jsonl"))
+        for seed in params.seeds:
+            run = tmp_path / f"runs/translation/{scheme}/seed_{seed}"
+            train_run(params, "translation", scheme, seed, tmp_path / "data/translation", run, device="cpu")
+            evaluate_run(params, run, tmp_path / "data/translation", tmp_path / f"results/translation/{scheme}/seed_{seed}",
+                         device="cpu")
+    records = pd.concat([pd.DataFrame(io.read_jsonl(tmp_path / f"results/translation/rope/seed_{seed}/records.jsonl"))
+                         for seed in (0, 1)])
     overall = records[records["length"] == "all"]
     for split in ("test_2016_flickr", "test_2017_flickr"):
         for metric in ("bleu_beam", "chrf_greedy", "nltk_bleu_beam", "nltk_char_bleu_greedy"):
             values = overall[(overall["split"] == split) & (overall["metric"] == metric)]["value"]
             assert len(values) == 2 and values.between(0, 100).all(), (split, metric)
     assert set(records["length"]) >= {"all", "1-10"}
-    examples = io.read_jsonl(tmp_path / "results/translation/rope/examples.jsonl")
-    assert [(e["seed"], e["index"]) for e in examples] == [(0, 0), (0, 3), (1, 0), (1, 3)]
+    examples = io.read_jsonl(tmp_path / "results/translation/rope/seed_1/examples.jsonl")
+    assert [e["index"] for e in examples] == [0, 3]
     assert examples[0]["reference"] == "A man in an orange hat starring at something."
 
-    aggregate(params, {"translation": tmp_path / "results/translation"}, tmp_path / "metrics.json",
-              tmp_path / "records.csv", tmp_path / "plots")
+    # Anyone can re-score a run: the sacrebleu command line on the saved files gives the recorded BLEU.
+    result = tmp_path / "results/translation/rope/seed_0"
+    recorded = overall[(overall["seed"] == 0) & (overall["split"] == "test_2016_flickr")
+                       & (overall["metric"] == "bleu_beam")]["value"].item()
+    cli = subprocess.run(["sacrebleu", str(result / "refs/test_2016_flickr.en"), "-i",
+                          str(result / "hyps/test_2016_flickr.beam.en"), "-m", "bleu", "-b", "-w", "6"],
+                         capture_output=True, text=True, check=True)
+    assert float(cli.stdout.strip()) == pytest.approx(recorded, abs=1e-6)
+
+    aggregate(params, tmp_path / "runs", tmp_path / "results", tmp_path / "metrics.json", tmp_path / "records.csv",
+              tmp_path / "plots")
     metrics = io.read_json(tmp_path / "metrics.json")["translation"]
     assert set(metrics) == {"none", "rope"}
     assert {"test_2016_flickr_bleu_beam_mean", "test_2016_flickr_bleu_beam_sd", "test_2016_flickr_chrf_beam_mean",
@@ -501,12 +512,13 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
 
     all_records = pd.read_csv(tmp_path / "records.csv", dtype={"length": str})
     curves = pd.read_csv(tmp_path / "plots/curves_per_seed.csv")
-    lines = translation_section(params, all_records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "fig")
-    text = "\n".join(lines)
+    (tmp_path / "fig").mkdir()
+    ctx = ReportContext(params, all_records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "data",
+                        tmp_path / "fig")
+    text = "\n".join(translation_section(ctx))
     assert "## Translation (French → English)" in text and "Profile **smoke**" in text
     assert "nrefs:1|case:mixed|eff:no|tok:13a" in text
     assert "| `none` | 2 |" in text and "| `rope` | 2 |" in text
     assert text.count("A man in an orange hat starring at something.") == 1
     assert (tmp_path / "fig/translation_bleu_by_length.png").stat().st_size > 5000
     assert (tmp_path / "fig/translation_loss_curves.png").stat().st_size > 5000
-

@@ -1,8 +1,9 @@
-"""Collect the per-scheme evaluation records of the schemes in params into one tidy table, the
-metrics file ``dvc metrics`` reads, and the curve files ``dvc plots`` reads.
+"""Gather the records of this study's runs — training cost and curves (written by training), evaluation
+metrics (written by evaluation) — into one tidy table, the metrics file ``dvc metrics`` reads, and the curve
+files ``dvc plots`` reads.
 
-Only the schemes listed in ``pe.schemes`` are read, so results of other schemes that are still on
-disk from earlier runs never leak into a report.
+Only the (task, scheme, seed) runs of params are read, so runs of other schemes or seeds that are still on
+disk from earlier experiments never leak into a report.
 """
 
 from __future__ import annotations
@@ -13,30 +14,28 @@ import pandas as pd
 
 from pelab import io
 from pelab.config import Params
+from pelab.runner.checkpoint import run_dir
 from pelab.stats import summarize
+from pelab.tasks import get_task
 
 RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
 
-# metric name in records -> name in metrics.json, per (task, split)
-TRANSLATION_HEADLINE = ["bleu_beam", "chrf_beam", "bleu_greedy", "chrf_greedy", "nltk_bleu_beam"]
-HEADLINE = {
-    ("copy", "test"): ["exact_match", "token_accuracy"],
-    ("copy", "test_long"): ["exact_match", "token_accuracy"],
-    ("translation", "test_2016_flickr"): TRANSLATION_HEADLINE,  # Multi30k
-    ("translation", "test_2017_flickr"): TRANSLATION_HEADLINE,
-    ("translation", "test"): TRANSLATION_HEADLINE,  # IWSLT2017
-    ("translation", "val"): ["loss"],
-}
+
+def _runs(params: Params):
+    for task in params.tasks:
+        for scheme in params.schemes:
+            for seed in params.seeds:
+                yield task, scheme, seed
 
 
-def load_records(results_dirs: dict[str, Path], schemes: tuple[str, ...]) -> pd.DataFrame:
-    """Concatenate ``<results_dir>/<scheme>/records.jsonl`` for every task and listed scheme."""
+def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.DataFrame:
+    """Training records and evaluation records of every run of the study, in one tidy frame."""
     frames = []
-    for task, results_dir in results_dirs.items():
-        for scheme in schemes:
-            path = Path(results_dir) / scheme / "records.jsonl"
+    for task, scheme, seed in _runs(params):
+        for path in (run_dir(runs_root, task, scheme, seed) / "train_records.jsonl",
+                     run_dir(results_root, task, scheme, seed) / "records.jsonl"):
             if not path.exists():
-                raise FileNotFoundError(f"no evaluation records for task {task!r}, scheme {scheme!r} at {path}")
+                raise FileNotFoundError(f"no records for task {task!r}, scheme {scheme!r}, seed {seed} at {path}")
             frames.append(pd.DataFrame(io.read_jsonl(path)))
     records = pd.concat(frames, ignore_index=True)
     records["length"] = records["length"].astype(str)
@@ -44,12 +43,12 @@ def load_records(results_dirs: dict[str, Path], schemes: tuple[str, ...]) -> pd.
     return records[first + [c for c in records.columns if c not in first]]
 
 
-def load_curves(results_dirs: dict[str, Path], schemes: tuple[str, ...]) -> pd.DataFrame:
-    frames = []
-    for task, results_dir in results_dirs.items():
-        for scheme in schemes:
-            frames.append(pd.read_csv(Path(results_dir) / scheme / "curves.csv"))
-    return pd.concat(frames, ignore_index=True)
+def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:
+    frames = [pd.read_csv(run_dir(runs_root, task, scheme, seed) / "history.csv").assign(task=task, pe=scheme, seed=seed)
+              for task, scheme, seed in _runs(params)]
+    curves = pd.concat(frames, ignore_index=True)
+    first = ["task", "pe", "seed"]
+    return curves[first + [c for c in curves.columns if c not in first]]
 
 
 def metrics_summary(records: pd.DataFrame) -> dict:
@@ -59,7 +58,7 @@ def metrics_summary(records: pd.DataFrame) -> dict:
     for (task, scheme), group in overall.groupby(["task", "pe"], sort=False):
         entry: dict = {}
         for (split, metric), rows in group.groupby(["split", "metric"], sort=False):
-            if metric not in HEADLINE.get((task, split), []):
+            if metric not in get_task(task).headline.get(split, []):
                 continue
             s = summarize(rows.sort_values("seed")["value"].tolist())
             prefix = metric if split == "test" else f"{split}_{metric}"
@@ -76,10 +75,10 @@ def curve_means(curves: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def aggregate(
-    params: Params, results_dirs: dict[str, Path], metrics_path: Path, records_path: Path, plots_dir: Path
+    params: Params, runs_root: Path, results_root: Path, metrics_path: Path, records_path: Path, plots_dir: Path
 ) -> None:
-    records = load_records(results_dirs, params.schemes)
-    curves = load_curves(results_dirs, params.schemes)
+    records = load_records(params, runs_root, results_root)
+    curves = load_curves(params, runs_root)
     io.write_json(metrics_path, metrics_summary(records))
     records_path.parent.mkdir(parents=True, exist_ok=True)
     records.to_csv(records_path, index=False)

@@ -1,26 +1,25 @@
-"""`pelab`: ad-hoc commands outside DVC (the pipeline itself is `dvc repro` / `dvc exp run`)."""
+"""`pelab`: ad-hoc commands outside DVC (the pipeline itself is `dvc repro` / `dvc exp run`).
+
+Heavy libraries (torch, hydra, pandas) are imported inside the commands that use them.
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
-import yaml
 
-from pelab.config import load_params
-from pelab.positional import POSITIONAL_ENCODINGS
+from pelab.errors import USER_ERRORS, report_and_exit
 
 
 class _Group(click.Group):
-    """Bad input -> one line naming the value and the valid choices, exit status 2."""
+    """Bad input -> one line naming the value and the valid choices, exit status 2 (pelab.errors)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except (ValueError, FileNotFoundError) as err:
-            click.echo(f"error: {err}", err=True)
-            sys.exit(2)
+        except USER_ERRORS as err:
+            report_and_exit(err)
 
 
 @click.group(cls=_Group)
@@ -31,12 +30,22 @@ def main() -> None:
 
 @main.command()
 def schemes() -> None:
-    """List the registered positional schemes and the slots (embed / rotate / bias) they use."""
-    from pelab.positional import PositionalEncoding
+    """List the registered positional schemes, the slots (embed / rotate / bias) they use and their options."""
+    from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, option_names
 
     for name, cls in POSITIONAL_ENCODINGS.items():
         slots = [hook for hook in ("embed", "rotate", "bias") if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
-        click.echo(f"{name:12s} {', '.join(slots) or '(no-op)':8s}  {cls.__name__}")
+        options = ", ".join(option_names(name)) or "-"
+        click.echo(f"{name:12s} {', '.join(slots) or '(no-op)':8s}  options: {options:28s} {cls.__name__}")
+
+
+@main.command()
+def tasks() -> None:
+    """List the registered tasks."""
+    from pelab.tasks import task_names
+
+    for name in task_names():
+        click.echo(name)
 
 
 @main.command("compose")
@@ -44,49 +53,64 @@ def schemes() -> None:
 @click.option("--conf", "conf_dir", default="conf", show_default=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_path", default="-", show_default=True, help="file to write, - for stdout")
 def compose_cmd(overrides: tuple[str, ...], conf_dir: str, out_path: str) -> None:
-    """Compose params from conf/ with Hydra OVERRIDES (e.g. `pe=rope profile=quick`)."""
-    from pelab.compose import compose_params
+    """Compose params from conf/ with Hydra OVERRIDES (e.g. `pe=rope profile=quick`) and validate them."""
+    import yaml
 
-    text = yaml.safe_dump(compose_params(conf_dir, list(overrides)), sort_keys=False)
+    from pelab.compose import compose_params
+    from pelab.config import parse_params
+
+    composed = compose_params(conf_dir, list(overrides))
+    parse_params(composed, check_cuda=False)
+    text = yaml.safe_dump(composed, sort_keys=False)
     if out_path == "-":
         click.echo(text, nl=False)
     else:
         Path(out_path).write_text(text)
 
 
-@main.command("train-copy")
+@main.command("run")
+@click.option("--task", "task_name", required=True, help="a registered task (see `pelab tasks`)")
 @click.option("--scheme", required=True, help="a registered scheme (see `pelab schemes`)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--steps", type=int, default=None, help="override copy.train.steps")
+@click.option("--data", "data_dir", default=None, type=click.Path(file_okay=False),
+              help="prepared data of the task (default: prepared into OUT/data)")
+@click.option("--steps", type=int, default=None, help="override <task>.train.steps")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--device", default=None, help="auto | cpu | cuda (default: params)")
-def train_copy(scheme: str, seed: int, params_path: str, steps: int | None, out_dir: str, device: str | None) -> None:
-    """Train one scheme with one seed on the copy task and print its test metrics."""
-    import dataclasses
+@click.option("--device", default=None, help="auto | cpu | cuda | cuda:N (default: params)")
+def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: str | None, steps: int | None,
+            out_dir: str, device: str | None) -> None:
+    """Train and evaluate one (task, scheme, seed) run outside DVC; print its headline metrics."""
+    import copy
 
-    from pelab import copy_study
+    import yaml
+
+    from pelab.config import parse_params
     from pelab.positional import check_scheme
-    from pelab.tasks.copy_task import copy_metrics, load_copy_dataset, make_copy_dataset, save_copy_dataset
+    from pelab.runner.evaluate import evaluate_run
+    from pelab.runner.train import train_run
+    from pelab.tasks import get_task
 
     check_scheme(scheme)
-    params = load_params(params_path)
-    raw = dict(params.raw)
+    task = get_task(task_name)
+    raw = copy.deepcopy(yaml.safe_load(Path(params_path).read_text()) or {})
+    raw["pe"] = {"schemes": [scheme]}
+    raw["tasks"] = [task_name]
+    raw["seeds"] = [seed]
     if steps is not None:
-        raw["copy"] = {**raw["copy"], "train": {**raw["copy"]["train"], "steps": steps}}
-    params = dataclasses.replace(params, seeds=(seed,), raw=raw)  # re-runs the checks in __post_init__
+        raw.setdefault(task_name, {}).setdefault("train", {})["steps"] = steps
+    if device is not None:
+        raw["device"] = device
+    params = parse_params(raw)
     out = Path(out_dir)
-    data_dir = out / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    save_copy_dataset(make_copy_dataset(params.copy.task, seed), copy_study.data_file(data_dir, seed))
-    copy_study.build_and_check(params, scheme, seed)
-    copy_study.train_one(params, scheme, seed, data_dir, out / f"seed_{seed}", device or params.device)
-    model = copy_study.load_trained(params, scheme, out, seed)
-    splits = load_copy_dataset(copy_study.data_file(data_dir, seed))
-    for name in ("test", "test_long"):
-        m = copy_metrics(copy_study.predict(model, splits[name]), splits[name])
-        click.echo(f"{scheme} seed {seed} {name}: exact_match={float(m['exact_match'].mean()):.4f} "
-                   f"token_accuracy={float(m['token_accuracy'].mean()):.4f}")
+    data = Path(data_dir) if data_dir else out / "data"
+    if not data.exists():
+        task.prepare(params.task(task_name), data)
+    train_run(params, task_name, scheme, seed, data, out / "run")
+    rows = evaluate_run(params, out / "run", data, out / "results")
+    for row in rows:
+        if row["length"] == "all" and row["metric"] in task.headline.get(row["split"], []):
+            click.echo(f"{task_name} {scheme} seed {seed} {row['split']}: {row['metric']}={row['value']:.4f}")
 
 
 if __name__ == "__main__":

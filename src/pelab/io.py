@@ -17,10 +17,14 @@ from typing import Any
 def atomic_dir(path: str | Path):
     """Yield a temporary sibling directory; on success it replaces ``path``, on error it is removed.
 
-    A crashed or interrupted stage never leaves a half-written output behind.
+    A crashed or interrupted stage never leaves a half-written output behind. A process killed with SIGKILL
+    cannot clean up: its temporary directory is removed by the next writer of ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.*"):
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         yield tmp

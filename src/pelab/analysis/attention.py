@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from pelab.config import CopyTaskConfig
-from pelab.model.copy_model import CopyTransformer
-from pelab.tasks.copy_task import encode_examples
+from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
+from pelab.tasks.copy.model import CopyTransformer
+from pelab.tasks.copy.data import encode_examples
 
 EXAMPLE_DIGITS = (7, 1, 8, 2)
 
@@ -45,7 +45,7 @@ def copy_alignment(weights: torch.Tensor, n_digits: int) -> torch.Tensor:
 
 @torch.no_grad()
 def seq2seq_attention_maps(model, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Every attention of an encoder-decoder (``pelab.model.seq2seq.Seq2SeqTransformer``) on one pair.
+    """Every attention of an encoder-decoder (``pelab.tasks.translation.model.Seq2SeqTransformer``) on one pair.
 
     src: (S,) source ids; tgt_in: (T,) decoder input ids (``<s> y``, teacher forcing). Returns
     {"encoder self": (L_enc, H, S, S), "decoder self": (L_dec, H, T, T), "cross": (L_dec, H, T, S)}.

@@ -15,7 +15,7 @@ import math
 import torch
 
 from pelab.analysis.norms import diagonal_spread
-from pelab.model.copy_model import CopyTransformer
+from pelab.tasks.copy.model import CopyTransformer
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
 
 
@@ -83,11 +83,6 @@ def same_token_scores(model: CopyTransformer, length: int, token_ids: list[int])
     For schemes with no added vector (RoPE) this is the only meaningful way to feed layer 0.
     """
     return torch.stack([layer0_scores(model, length, torch.full((length,), v)) for v in token_ids]).mean(0)
-
-
-def curve_from(scores: torch.Tensor, t0: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Row t0 of each head's (T, T) scores as a function of Δ = s − t0: returns (Δ (T,), (H, T))."""
-    return torch.arange(scores.shape[-1]) - t0, scores[:, t0, :]
 
 
 def scores_by_offset(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

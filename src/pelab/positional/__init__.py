@@ -1,12 +1,21 @@
 """Positional encodings behind one interface (see ``base.PositionalEncoding``) and a registry."""
 
 from pelab.positional.base import PositionalEncoding
-from pelab.positional.registry import POSITIONAL_ENCODINGS, build_positional_encoding, check_scheme, scheme_names
+from pelab.positional.registry import (
+    POSITIONAL_ENCODINGS,
+    build_positional_encoding,
+    check_scheme,
+    option_names,
+    scheme_names,
+    scheme_options,
+)
 
 __all__ = [
     "POSITIONAL_ENCODINGS",
     "PositionalEncoding",
     "build_positional_encoding",
     "check_scheme",
+    "option_names",
     "scheme_names",
+    "scheme_options",
 ]

@@ -14,7 +14,7 @@ from pelab.positional.functional import alibi_slopes, relative_distances
 
 
 class SymmetricALiBiPositionalEncoding(PositionalEncoding):
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, **_: object) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)  # (H,)
 

@@ -12,8 +12,16 @@ a null object, never an ``if`` in model code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A scheme without hyperparameters. Schemes that have some declare their own frozen dataclass as
+    ``Options``; its fields are the scheme's section of ``positional`` in params (``positional.<name>``)."""
 
 
 class PositionalEncoding(nn.Module):
@@ -23,8 +31,9 @@ class PositionalEncoding(nn.Module):
     (bidirectional encoder) or only at or left of it (decoder self-attention).
     """
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, **_options: object) -> None:
-        # ``_options``: hyperparameters of other schemes (PositionalConfig fields), ignored here.
+    Options: type = NoOptions  # the scheme's hyperparameters, validated by ``registry.scheme_options``
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False) -> None:
         super().__init__()
         self.d_model = d_model
         self.n_heads = n_heads

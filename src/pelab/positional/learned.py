@@ -4,6 +4,8 @@ beyond ``max_positions``: asking for them is an error, as in nanoGPT's block-siz
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -12,8 +14,19 @@ from pelab.positional.base import PositionalEncoding
 INIT_STD = 0.02  # GPT-2 / BERT initialisation of position tables
 
 
+@dataclass(frozen=True)
+class LearnedOptions:
+    max_positions: int = 128  # rows of the table: >= every length the scheme is evaluated on
+
+    def __post_init__(self) -> None:
+        if self.max_positions < 1:
+            raise ValueError(f"positional.learned.max_positions must be >= 1, got {self.max_positions}")
+
+
 class LearnedPositionalEncoding(PositionalEncoding):
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int = 512, **_: object) -> None:
+    Options = LearnedOptions
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int = 128) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.max_positions = max_positions
         self.table = nn.Embedding(max_positions, d_model)  # (P, D)

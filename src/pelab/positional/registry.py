@@ -1,10 +1,18 @@
 """The registry of positional schemes, keyed by the exact string users put in params (``pe=...``).
 
 Adding a scheme: one module under ``pelab/positional/`` named like its key, one line here,
-and ``conf/pe/<key>.yaml`` (plus its name in ``conf/pe/all.yaml``).
+``conf/pe/<key>.yaml`` (plus its name in ``conf/pe/all.yaml``) and its options under ``positional`` in
+``conf/config.yaml``.
+
+A scheme declares its hyperparameters as a frozen dataclass ``Options`` (``NoOptions`` when it has none).
+``scheme_options`` builds it from params with a one-line error for an unknown key, so no scheme silently
+swallows options meant for another.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
 
 from pelab.positional.alibi import ALiBiPositionalEncoding
 from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
@@ -36,9 +44,29 @@ def check_scheme(name: str) -> str:
     return name
 
 
+def option_names(name: str) -> list[str]:
+    return sorted(f.name for f in fields(POSITIONAL_ENCODINGS[check_scheme(name)].Options))
+
+
+def scheme_options(name: str, raw: dict[str, Any] | Any | None = None, where: str | None = None) -> Any:
+    """The validated ``Options`` of scheme ``name`` from its params mapping (``None`` = the defaults).
+
+    ``where`` names the params key in error messages (default ``positional.<name>``).
+    """
+    cls = POSITIONAL_ENCODINGS[check_scheme(name)].Options
+    if isinstance(raw, cls):
+        return raw
+    raw = dict(raw or {})
+    unknown = sorted(set(raw) - set(option_names(name)))
+    if unknown:
+        valid = ", ".join(option_names(name)) or "(none)"
+        raise ValueError(f"unknown option(s) {unknown} in {where or f'positional.{name}'}; valid options: {valid}")
+    return cls(**raw)
+
+
 def build_positional_encoding(
-    name: str, *, d_model: int, n_heads: int, causal: bool = False, **options: object
+    name: str, *, d_model: int, n_heads: int, causal: bool = False, options: dict[str, Any] | Any | None = None
 ) -> PositionalEncoding:
-    """Build the scheme registered as ``name``; ``options`` are its hyperparameters (PositionalConfig)."""
+    """Build the scheme registered as ``name`` with its ``options`` (a mapping or its ``Options``)."""
     cls = POSITIONAL_ENCODINGS[check_scheme(name)]
-    return cls(d_model=d_model, n_heads=n_heads, causal=causal, **options)
+    return cls(d_model=d_model, n_heads=n_heads, causal=causal, **asdict(scheme_options(name, options)))

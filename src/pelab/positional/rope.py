@@ -8,14 +8,27 @@ pairs x_i with x_{i+Dh/2} (the "half-split" layout), equivalent up to a permutat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from pelab.positional.base import PositionalEncoding
 from pelab.positional.functional import rope_angles, rope_rotate
 
 
+@dataclass(frozen=True)
+class RotaryOptions:
+    base: float = 10000.0  # θ_i = base^(-2i/Dh), RoFormer eq. 15
+
+    def __post_init__(self) -> None:
+        if not self.base > 1:
+            raise ValueError(f"positional.rope.base must be > 1, got {self.base}")
+
+
 class RotaryPositionalEncoding(PositionalEncoding):
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float = 10000.0, **_: object) -> None:
+    Options = RotaryOptions
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float = 10000.0) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(

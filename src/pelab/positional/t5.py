@@ -4,6 +4,8 @@ unidirectional in a causal decoder; one table shared by all layers of a stack, a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -11,7 +13,28 @@ from pelab.positional.base import PositionalEncoding
 from pelab.positional.functional import relative_distances, t5_relative_position_bucket
 
 
+@dataclass(frozen=True)
+class T5Options:
+    """T5's defaults are sized for 512-token inputs; a task can size them to its lengths (``<task>.positional.t5``).
+    Bidirectional: half the buckets per direction, the first half of those exact offsets, the rest log-spaced
+    up to ``max_distance``; farther offsets share the last bucket."""
+
+    num_buckets: int = 32
+    max_distance: int = 128
+
+    def __post_init__(self) -> None:
+        if self.num_buckets < 4 or self.num_buckets % 2:
+            raise ValueError(f"positional.t5.num_buckets must be an even number >= 4, got {self.num_buckets}")
+        if self.max_distance <= self.num_buckets // 2:
+            raise ValueError(
+                f"positional.t5.max_distance={self.max_distance} must exceed num_buckets/2={self.num_buckets // 2} "
+                "(the exact buckets of the causal form)"
+            )
+
+
 class T5RelativePositionalEncoding(PositionalEncoding):
+    Options = T5Options
+
     def __init__(
         self,
         *,
@@ -20,7 +43,6 @@ class T5RelativePositionalEncoding(PositionalEncoding):
         causal: bool = False,
         num_buckets: int = 32,
         max_distance: int = 128,
-        **_: object,
     ) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.num_buckets = num_buckets

@@ -14,16 +14,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pelab import io, translation_study
 from pelab.analysis import attention, distance_decay, learned_table, norms, shift_property, similarity
-from pelab.config import Params
-from pelab.copy_study import load_trained
 from pelab.positional.functional import sinusoidal_table
 from pelab.report import analysis_figures as figures
 from pelab.report.anchors import anchors_table
 from pelab.report.tables import markdown_table
 from pelab.stats import format_interval, format_mean_sd, summarize
-from pelab.tasks.translation_data import BOS_ID, load_prepared
+from pelab.report.context import ReportContext
+from pelab.tasks.translation.data import BOS_ID
 
 # The linear-shift notebook's setting: 200 positions, 256 dimensions, shift φ = 100.
 NOTEBOOK_LENGTH, NOTEBOOK_DIM, NOTEBOOK_PHI = 200, 256, 100
@@ -47,68 +45,45 @@ def _over_seeds(values: list[float], digits: int = 3, unit: str = "") -> str:
     return f"{format_mean_sd(s, digits)}{unit}" + ("" if ci == "–" else f" {ci}") + f" (n = {s['n']})"
 
 
-class _Context:
-    """What every analysis needs: params, where runs live, where figures go, and the trained models."""
+def _snapshots_path(ctx: ReportContext, seed: int) -> Path:
+    return ctx.run_path("copy", "learned", seed) / "position_snapshots.pt"
 
-    def __init__(self, params: Params, runs_dir: Path, figures_dir: Path) -> None:
-        self.params = params
-        self.task = params.copy.task
-        self.model_cfg = params.copy.model
-        self.schemes = list(params.schemes)
-        self.seeds = list(params.seeds)
-        self.seed = self.seeds[0]  # the run drawn in single-model figures
-        self.runs_root = Path(runs_dir)
-        self.copy_runs = self.runs_root / "copy"
-        self.figures_dir = Path(figures_dir)
-        self.link = Path(figures_dir).name
-        self._models: dict[tuple[str, int], torch.nn.Module] = {}
 
-    def model(self, scheme: str, seed: int):
-        key = (scheme, seed)
-        if key not in self._models:
-            self._models[key] = load_trained(self.params, scheme, self.copy_runs / scheme, seed)
-        return self._models[key]
+def _has_snapshots(ctx: ReportContext) -> bool:
+    return "learned" in ctx.schemes and _snapshots_path(ctx, ctx.seed).exists()
 
-    def snapshots_path(self, seed: int) -> Path:
-        return self.copy_runs / "learned" / f"seed_{seed}" / "position_snapshots.pt"
 
-    def has_snapshots(self) -> bool:
-        return "learned" in self.schemes and self.snapshots_path(self.seed).exists()
-
-    def figure(self, name: str) -> Path:
-        return self.figures_dir / name
-
-    def image(self, alt: str, name: str) -> str:
-        return f"![{alt}]({self.link}/{name})"
+def _base(ctx: ReportContext) -> float:
+    return ctx.copy.options("sinusoidal").base
 
 
 # 2. Position tables --------------------------------------------------------------------------------
-def _tables(ctx: _Context) -> list[str]:
+def _tables(ctx: ReportContext) -> list[str]:
     lines = ["### Position tables as heatmaps (translation report)", ""]
-    rows = ctx.task.long_context
-    tables = {f"sinusoidal (d = {ctx.model_cfg.d_model})":
-              sinusoidal_table(torch.arange(rows, dtype=torch.float64), ctx.model_cfg.d_model,
-                               ctx.params.positional.base).numpy()}
+    rows = ctx.copy.data.long_context
+    tables = {f"sinusoidal (d = {ctx.copy.model.d_model})":
+              sinusoidal_table(torch.arange(rows, dtype=torch.float64), ctx.copy.model.d_model,
+                               _base(ctx)).numpy()}
     reading = []
-    if ctx.has_snapshots():
-        snaps = learned_table.load_snapshots(ctx.snapshots_path(ctx.seed), rows=rows)
+    if _has_snapshots(ctx):
+        snaps = learned_table.load_snapshots(_snapshots_path(ctx, ctx.seed), rows=rows)
         init, trained = snaps.tables[0], snaps.tables[-1]
         tables[f"learned, initialisation (seed {ctx.seed})"] = init.numpy()
         tables[f"learned, trained {snaps.steps[-1]} steps"] = trained.numpy()
-        c = ctx.task.context
+        c = ctx.copy.data.context
         untouched = float((trained[c:] - init[c:]).abs().max())
         reading.append(
             f"Rows are positions 0–{rows - 1}: the model trains on {c} positions and the longer test reads "
             f"{rows}. Training moved the first {c} rows of the learned table from a mean norm of "
             f"{init[:c].norm(dim=1).mean():.2f} to {trained[:c].norm(dim=1).mean():.2f} (a sinusoidal row has "
-            f"√(d/2) = {math.sqrt(ctx.model_cfg.d_model / 2):.2f}); rows {c}–{rows - 1} never receive a gradient "
+            f"√(d/2) = {math.sqrt(ctx.copy.model.d_model / 2):.2f}); rows {c}–{rows - 1} never receive a gradient "
             f"and are exactly their initial values (largest change {_sci(untouched)}), which is why `learned` has "
             "nothing to copy with beyond the training length."
         )
     else:
         reading.append("`learned` is not among this run's schemes (or saved no snapshots), so only the "
                        "sinusoidal table is shown.")
-    figures.position_tables(tables, ctx.figure("pe_tables.png"), trained_rows=ctx.task.context)
+    figures.position_tables(tables, ctx.figure("pe_tables.png"), trained_rows=ctx.copy.data.context)
     return lines + [" ".join(reading), "", ctx.image("position tables", "pe_tables.png"), ""]
 
 
@@ -117,14 +92,14 @@ def _neighbour_cosine(cosine: torch.Tensor) -> float:
     return float(similarity.mean_by_offset(cosine, 1)[1])
 
 
-def _similarity(ctx: _Context) -> list[str]:
+def _similarity(ctx: ReportContext) -> list[str]:
     lines = ["### Similarity between positions (copy-task post)", ""]
-    c = ctx.task.context
-    sinusoidal = sinusoidal_table(torch.arange(c, dtype=torch.float64), ctx.model_cfg.d_model,
-                                  ctx.params.positional.base)
+    c = ctx.copy.data.context
+    sinusoidal = sinusoidal_table(torch.arange(c, dtype=torch.float64), ctx.copy.model.d_model,
+                                  _base(ctx))
     sims = {}
-    if ctx.has_snapshots():
-        snaps = learned_table.load_snapshots(ctx.snapshots_path(ctx.seed), rows=c)
+    if _has_snapshots(ctx):
+        snaps = learned_table.load_snapshots(_snapshots_path(ctx, ctx.seed), rows=c)
         sims["learned, initialisation"] = similarity.position_similarity(snaps.tables[0])
         sims[f"learned, trained (seed {ctx.seed})"] = similarity.position_similarity(snaps.tables[-1])
     sims["sinusoidal"] = similarity.position_similarity(sinusoidal)
@@ -135,10 +110,10 @@ def _similarity(ctx: _Context) -> list[str]:
     parts = ["Mean cosine similarity between neighbouring positions (Δ = 1), and averaged over offsets "
              f"Δ ≥ {c // 2}: " + "; ".join(f"{name}: {neighbour[name]:.2f} and {far[name]:.2f}" for name in sims)
              + "."]
-    if ctx.has_snapshots():
+    if _has_snapshots(ctx):
         trained = [_neighbour_cosine(similarity.position_similarity(
-                       learned_table.load_snapshots(ctx.snapshots_path(seed), rows=c).tables[-1])["cosine"])
-                   for seed in ctx.seeds if ctx.snapshots_path(seed).exists()]
+                       learned_table.load_snapshots(_snapshots_path(ctx, seed), rows=c).tables[-1])["cosine"])
+                   for seed in ctx.seeds if _snapshots_path(ctx, seed).exists()]
         closer = summarize(trained)["mean"] > neighbour["learned, initialisation"] + 0.1
         parts.append(f"Over seeds, the trained table's neighbour cosine is {_over_seeds(trained, 2)}: training "
                      + ("makes neighbouring positions similar, as the sinusoidal table is by construction." if closer
@@ -156,13 +131,13 @@ def _offset_distance_curve(table: torch.Tensor) -> tuple[np.ndarray, np.ndarray,
             np.array([d.max() for d in diagonals]))
 
 
-def _learned_trajectory(ctx: _Context) -> list[str]:
+def _learned_trajectory(ctx: ReportContext) -> list[str]:
     lines = ["### The learned table during training: PCA trajectory (copy-task post) and MDS (translation report)", ""]
-    if not ctx.has_snapshots():
+    if not _has_snapshots(ctx):
         return lines + ["`learned` is not among this run's schemes or saved no snapshots "
                         "(`copy.train.checkpoints` = 0); nothing to draw.", ""]
-    c = ctx.task.context
-    snaps = learned_table.load_snapshots(ctx.snapshots_path(ctx.seed), rows=c)
+    c = ctx.copy.data.context
+    snaps = learned_table.load_snapshots(_snapshots_path(ctx, ctx.seed), rows=c)
     traj = learned_table.pca_trajectory(snaps)
     figures.pca_small_multiples(traj.steps, traj.coords, traj.explained, ctx.figure("learned_pca.png"))
     figures.pca_gif(traj.steps, traj.coords, traj.explained, ctx.figure("learned_pca.gif"))
@@ -172,8 +147,8 @@ def _learned_trajectory(ctx: _Context) -> list[str]:
                               ctx.figure("learned_mds.png"))
     measures = {"adjacent": ([], []), "rho": ([], [])}  # (trained, initialisation) over seeds
     for seed in ctx.seeds:
-        if ctx.snapshots_path(seed).exists():
-            tables = learned_table.load_snapshots(ctx.snapshots_path(seed), rows=c).tables
+        if _snapshots_path(ctx, seed).exists():
+            tables = learned_table.load_snapshots(_snapshots_path(ctx, seed), rows=c).tables
             for when, table in ((0, tables[-1]), (1, tables[0])):
                 measures["adjacent"][when].append(learned_table.adjacent_nearest_neighbours(table))
                 measures["rho"][when].append(learned_table.distance_offset_correlation(table))
@@ -198,10 +173,10 @@ def _learned_trajectory(ctx: _Context) -> list[str]:
 
 
 # 5. Distance decay ------------------------------------------------------------------------------------
-def _distance_decay(ctx: _Context) -> list[str]:
+def _distance_decay(ctx: ReportContext) -> list[str]:
     lines = ["### Distance decay, raw and through trained W_q, W_k (translation report, after TENER)", ""]
-    d, h = ctx.model_cfg.d_model, ctx.model_cfg.d_model // ctx.model_cfg.n_heads
-    base, m, c = ctx.params.positional.base, ctx.task.long_context, ctx.task.context
+    d, h = ctx.copy.model.d_model, ctx.copy.model.d_model // ctx.copy.model.n_heads
+    base, m, c = _base(ctx), ctx.copy.data.long_context, ctx.copy.data.context
     delta = distance_decay.offsets(m).numpy()
     sin_raw = distance_decay.sinusoidal_decay(d, m, base)
     rope_raw = distance_decay.rope_decay(h, m, base)
@@ -222,7 +197,7 @@ def _distance_decay(ctx: _Context) -> list[str]:
     if "sinusoidal" in ctx.schemes:
         spreads, self_max = [], []
         for seed in ctx.seeds:
-            scores = distance_decay.layer0_scores(ctx.model("sinusoidal", seed), c)  # (H, T, T)
+            scores = distance_decay.layer0_scores(ctx.model("copy", "sinusoidal", seed), c)  # (H, T, T)
             spreads.append(distance_decay.relative_only_spread(scores))
             self_max.append(float((scores.argmax(-1) == torch.arange(c)).float().mean()))
             if seed == ctx.seed:
@@ -237,10 +212,10 @@ def _distance_decay(ctx: _Context) -> list[str]:
             "(100% raw) — the projection discards both properties, as TENER says."
         )
     if "rope" in ctx.schemes:
-        token_ids = list(range(ctx.task.n_digits))
+        token_ids = list(range(ctx.copy.data.n_digits))
         spreads, peaks = [], []
         for seed in ctx.seeds:
-            scores = distance_decay.same_token_scores(ctx.model("rope", seed), c, token_ids)
+            scores = distance_decay.same_token_scores(ctx.model("copy", "rope", seed), c, token_ids)
             spreads.append(distance_decay.relative_only_spread(scores))
             dd, mean, low, high = distance_decay.scores_by_offset(scores)
             peaks += [int(dd[i]) for i in mean.argmax(-1)]
@@ -261,15 +236,15 @@ def _distance_decay(ctx: _Context) -> list[str]:
 
 
 # 6. Linear shift property -----------------------------------------------------------------------------
-def _shift_property(ctx: _Context) -> list[str]:
+def _shift_property(ctx: ReportContext) -> list[str]:
     lines = ["### The linear shift property of the sinusoidal table (linear-shift notebook)", ""]
     length, dim, phi = NOTEBOOK_LENGTH, NOTEBOOK_DIM, NOTEBOOK_PHI
-    base = ctx.params.positional.base
+    base = _base(ctx)
     table = sinusoidal_table(torch.arange(length, dtype=torch.float64), dim, base)
     matrix = shift_property.shift_matrix(dim, phi, base)
     figures.shift_property(table.numpy(), shift_property.shift_block_matrix(table, phi, base).numpy(), matrix.numpy(),
                            phi, ctx.figure("shift_property.png"))
-    d, long, c = ctx.model_cfg.d_model, ctx.task.long_context, ctx.task.context
+    d, long, c = ctx.copy.model.d_model, ctx.copy.data.long_context, ctx.copy.data.context
     settings = [
         (f"notebook: {length} positions, d = {dim}, φ = {phi}", length, dim, phi),
         (f"our model: {long} positions, d = {d}, φ = {c}", long, d, c),
@@ -299,11 +274,11 @@ def _shift_property(ctx: _Context) -> list[str]:
 
 
 # 7. Invariants ----------------------------------------------------------------------------------------
-def _invariants(ctx: _Context) -> list[str]:
+def _invariants(ctx: ReportContext) -> list[str]:
     lines = ["### Constant norm of sinusoidal rows (notes on positional encoding), relative-only RoPE scores "
              "(sinusoidal and rotary post)", ""]
-    d, h = ctx.model_cfg.d_model, ctx.model_cfg.d_model // ctx.model_cfg.n_heads
-    base, long = ctx.params.positional.base, ctx.task.long_context
+    d, h = ctx.copy.model.d_model, ctx.copy.model.d_model // ctx.copy.model.n_heads
+    base, long = _base(ctx), ctx.copy.data.long_context
     rows, worst = [], {}
     for dtype in (torch.float64, torch.float32):
         name = str(dtype).removeprefix("torch.")
@@ -329,23 +304,23 @@ def _invariants(ctx: _Context) -> list[str]:
 
 
 # 8. Attention maps ------------------------------------------------------------------------------------
-def _attention(ctx: _Context) -> list[str]:
+def _attention(ctx: ReportContext) -> list[str]:
     lines = ["### Attention maps on `7 1 8 2 <copy> _ _ _ _ _` (copy-task post)", ""]
-    tokens, target = attention.copy_example(ctx.task)
-    labels = attention.token_labels(tokens, ctx.task)
+    tokens, target = attention.copy_example(ctx.copy.data)
+    labels = attention.token_labels(tokens, ctx.copy.data)
     n = len(attention.EXAMPLE_DIGITS)
     rows, images, mean_alignment = [], [], {}
     for scheme in ctx.schemes:
         alignment, correct = [], []
         for seed in ctx.seeds:
-            weights, predicted = attention.attention_maps(ctx.model(scheme, seed), tokens)
+            weights, predicted = attention.attention_maps(ctx.model("copy", scheme, seed), tokens)
             per_head = attention.copy_alignment(weights, n)  # (L, H)
             alignment.append(float(per_head.max()))
             correct.append(bool((predicted == target).all()))
             if seed == ctx.seed:
                 layer, head = divmod(int(per_head.argmax()), per_head.shape[1])
                 seed_head = f"layer {layer}, head {head} ({float(per_head.max()):.2f})"
-                prediction = " ".join(attention.token_labels(predicted, ctx.task))
+                prediction = " ".join(attention.token_labels(predicted, ctx.copy.data))
                 figures.attention_grid(weights.numpy(), labels,
                                        f"{scheme} (seed {seed}); model output: {prediction}",
                                        ctx.figure(f"attention_{scheme}.png"))
@@ -356,7 +331,7 @@ def _attention(ctx: _Context) -> list[str]:
     diffuse = [f"`{s}`" for s, value in mean_alignment.items() if value < 0.25]
     reading = (
         "Copy alignment is the mean attention weight that output position L+1+i puts on source digit i: 1 for a "
-        f"head that implements the copy, 1/{ctx.task.context} for uniform attention. The table gives it for the "
+        f"head that implements the copy, 1/{ctx.copy.data.context} for uniform attention. The table gives it for the "
         "best layer and head of each model. "
         + (f"Schemes whose best head aligns (mean ≥ 0.5): {', '.join(aligned)}. " if aligned else
            "No scheme's best head aligns on average (mean ≥ 0.5). ")
@@ -369,16 +344,11 @@ def _attention(ctx: _Context) -> list[str]:
 
 
 # 9. Curves ----------------------------------------------------------------------------------------------
-def _histories(ctx: _Context) -> pd.DataFrame:
-    frames = []
-    for scheme in ctx.schemes:
-        for seed in ctx.seeds:
-            frame = pd.read_csv(ctx.copy_runs / scheme / f"seed_{seed}" / "history.csv")
-            frames.append(frame.assign(pe=scheme, seed=seed))
-    return pd.concat(frames, ignore_index=True)
+def _histories(ctx: ReportContext) -> pd.DataFrame:
+    return ctx.curves[ctx.curves["task"] == "copy"]
 
 
-def _curves(ctx: _Context) -> list[str]:
+def _curves(ctx: ReportContext) -> list[str]:
     lines = ["### Training and held-out curves", ""]
     plots = ("`dvc plots show` and `dvc plots diff main <experiment>` overlay the per-scheme means of "
              "`reports/plots/copy_train_loss.csv` and `copy_val_loss.csv` with the `overlay_schemes` template "
@@ -409,27 +379,21 @@ def _curves(ctx: _Context) -> list[str]:
 
 
 # Translation: analyses 2, 4 and 8 on the encoder-decoders -------------------------------------------------
-def translation_schemes(runs_dir: Path, schemes: list[str], seed: int) -> list[str]:
-    """The schemes with a trained translation model for ``seed`` under ``runs_dir/translation``."""
-    return [s for s in schemes if (Path(runs_dir) / "translation" / s / f"seed_{seed}" / "model.pt").exists()]
+def translation_schemes(ctx: ReportContext, seed: int) -> list[str]:
+    """The schemes with a trained translation model for ``seed``."""
+    return [s for s in ctx.schemes if "translation" in ctx.params.tasks and ctx.has_run("translation", s, seed)]
 
 
-def _translation_model(params: Params, runs_dir: Path, scheme: str, seed: int):
-    run = Path(runs_dir) / "translation" / scheme
-    vocab_size = int(io.read_json(run / f"seed_{seed}" / "config.json")["vocab_size"])
-    return translation_study.load_trained(params, scheme, run, seed, vocab_size)
-
-
-def _translation_tables(ctx: _Context, schemes: list[str]) -> list[str]:
+def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
     lines = ["### Translation: position tables and MDS of the trained learned tables", ""]
     if "learned" not in schemes:
         return lines + ["`learned` has no trained translation model in this run.", ""]
-    cfg = ctx.params.translation
-    rows = min(cfg.data.max_tokens + 1, ctx.params.positional.max_positions)
-    model = _translation_model(ctx.params, ctx.runs_root, "learned", ctx.seed)
+    cfg = ctx.cfg("translation")
+    rows = min(cfg.data.max_tokens + 1, cfg.options("learned").max_positions)
+    model = ctx.model("translation", "learned", ctx.seed)
     encoder, decoder = (pe.table.weight[:rows].detach().double() for pe in (model.encoder.pe, model.decoder.pe))
     sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model,
-                                  ctx.params.positional.base)
+                                  _base(ctx))
     figures.position_tables({"sinusoidal": sinusoidal.numpy(), f"learned, encoder (seed {ctx.seed})": encoder.numpy(),
                              f"learned, decoder (seed {ctx.seed})": decoder.numpy()},
                             ctx.figure("translation_pe_tables.png"))
@@ -439,8 +403,8 @@ def _translation_tables(ctx: _Context, schemes: list[str]) -> list[str]:
                               ctx.figure("translation_learned_mds.png"))
     rho = {"encoder": [], "decoder": []}
     for seed in ctx.seeds:
-        if "learned" in translation_schemes(ctx.runs_root, ctx.schemes, seed):
-            m = _translation_model(ctx.params, ctx.runs_root, "learned", seed)
+        if "learned" in translation_schemes(ctx, seed):
+            m = ctx.model("translation", "learned", seed)
             rho["encoder"].append(learned_table.distance_offset_correlation(m.encoder.pe.table.weight[:rows].detach()))
             rho["decoder"].append(learned_table.distance_offset_correlation(m.decoder.pe.table.weight[:rows].detach()))
     reading = (
@@ -453,10 +417,10 @@ def _translation_tables(ctx: _Context, schemes: list[str]) -> list[str]:
                     ctx.image("MDS of the translation learned table", "translation_learned_mds.png"), ""]
 
 
-def _translation_attention(ctx: _Context, schemes: list[str], data) -> list[str]:
+def _translation_attention(ctx: ReportContext, schemes: list[str], data) -> list[str]:
     lines = ["### Translation: encoder self, decoder self and cross attention on one sentence", ""]
     split = data.eval_splits[0]
-    index = (ctx.params.translation.eval.examples or (0,))[0]
+    index = (ctx.cfg("translation").eval.examples or (0,))[0]
     src = torch.tensor(data.ids(split, "src_ids")[index])
     tgt_in = torch.tensor([BOS_ID, *data.ids(split, "tgt_ids")[index]])
     src_labels = [data.tokenizer.id_to_token(int(i)) for i in src]
@@ -465,10 +429,9 @@ def _translation_attention(ctx: _Context, schemes: list[str], data) -> list[str]
     for scheme in schemes:
         local = {"encoder self": [], "decoder self": []}
         for seed in ctx.seeds:
-            if scheme not in translation_schemes(ctx.runs_root, ctx.schemes, seed):
+            if scheme not in translation_schemes(ctx, seed):
                 continue
-            maps = attention.seq2seq_attention_maps(_translation_model(ctx.params, ctx.runs_root, scheme, seed),
-                                                    src, tgt_in)
+            maps = attention.seq2seq_attention_maps(ctx.model("translation", scheme, seed), src, tgt_in)
             for kind in local:
                 local[kind].append(float(attention.local_mass(maps[kind]).mean()))
             if seed == ctx.seed:
@@ -488,33 +451,24 @@ def _translation_attention(ctx: _Context, schemes: list[str], data) -> list[str]
     return lines + [reading, "", markdown_table(header, rows), ""] + images
 
 
-def translation_analyses(ctx: _Context, data_dir: Path | None = None, data=None) -> list[str]:
+def translation_analyses(ctx: ReportContext) -> list[str]:
     """The translation report's analyses on this pipeline's translation models; nothing if none were trained.
 
-    The prepared corpus (``data``, or loaded from ``data_dir``) supplies the example sentence of the attention
-    maps; without it only the position tables are analysed.
+    The prepared corpus supplies the example sentence of the attention maps (encoder self, decoder self, cross).
     """
-    schemes = translation_schemes(ctx.runs_root, ctx.schemes, ctx.seed)
+    schemes = translation_schemes(ctx, ctx.seed)
     if not schemes:
         return []
     lines = _translation_tables(ctx, schemes)
-    if data is None and data_dir is not None:
-        data = load_prepared(data_dir)
-    if data is None:
+    if ctx.translation_data is None:
         return lines + ["Translation attention maps need the prepared corpus (its tokenizer); none was given.", ""]
-    return lines + _translation_attention(ctx, schemes, data)
+    return lines + _translation_attention(ctx, schemes, ctx.translation_data)
 
 
-def analysis_section(
-    params: Params, records: pd.DataFrame, runs_dir: Path, figures_dir: Path,
-    translation_data_dir: Path | None = None,
-) -> list[str]:
-    """Markdown lines of the analyses section; writes its figures into ``figures_dir``.
-
-    translation_data_dir: the prepared translation corpus (``data/translation``), used for the example sentence
-    of the translation attention maps when translation runs exist.
-    """
-    ctx = _Context(params, runs_dir, figures_dir)
+def analysis_section(ctx: ReportContext) -> list[str]:
+    """Markdown lines of the analyses section; writes its figures into ``ctx.figures_dir``."""
+    if not ctx.has_task("copy"):
+        return []
     lines = [
         "## The references' analyses, reproduced",
         "",
@@ -528,12 +482,12 @@ def analysis_section(
         for part in (_tables, _similarity, _learned_trajectory, _distance_decay, _shift_property, _invariants,
                      _attention, _curves):
             lines += part(ctx)
-        lines += translation_analyses(ctx, translation_data_dir)
+        lines += translation_analyses(ctx)
     lines += [
         "### Anchors: our numbers beside published ones",
         "",
-        anchors_table(records, {"context": ctx.task.context, "n_layers": ctx.model_cfg.n_layers,
-                                "d_model": ctx.model_cfg.d_model}),
+        anchors_table(ctx.records, {"context": ctx.copy.data.context, "n_layers": ctx.copy.model.n_layers,
+                                    "d_model": ctx.copy.model.d_model}),
         "",
     ]
     return lines

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from pelab import io
-from pelab.config import Params
+from pelab.report.context import ReportContext
 from pelab.report import translation_figures
 from pelab.report.tables import comparison_table, cost_table, format_p, markdown_table, seed_map, seed_values
 from pelab.stats import format_mean_sd, paired_t_test, summarize
@@ -81,17 +81,16 @@ def _nltk_table(records: pd.DataFrame, schemes: list[str], split: str) -> str:
     return markdown_table(header, rows)
 
 
-def _examples(results_dir: Path, schemes: list[str], seed: int) -> list[str]:
+def _examples(ctx: ReportContext, schemes: list[str], seed: int) -> list[str]:
     """The same sources for every scheme: source, reference, then each scheme's beam output (one seed)."""
     by_index: dict[int, dict] = {}
     for scheme in schemes:
-        path = results_dir / scheme / "examples.jsonl"
+        path = ctx.result_path(TASK, scheme, seed) / "examples.jsonl"
         if not path.exists():
             continue
         for row in io.read_jsonl(path):
-            if row["seed"] == seed:
-                entry = by_index.setdefault(row["index"], {"row": row, "outputs": {}})
-                entry["outputs"][scheme] = row
+            entry = by_index.setdefault(row["index"], {"row": row, "outputs": {}})
+            entry["outputs"][scheme] = row
     lines = []
     for index in sorted(by_index):
         first = by_index[index]["row"]
@@ -117,29 +116,26 @@ def _decode_cost(records: pd.DataFrame, schemes: list[str], split: str, sentence
     return markdown_table(header, rows)
 
 
-def translation_section(
-    params: Params, records: pd.DataFrame, curves: pd.DataFrame, runs_dir: Path, results_dir: Path | None,
-    figures_dir: Path,
-) -> list[str]:
+def translation_section(ctx: ReportContext) -> list[str]:
     """Markdown lines of the translation section (empty if there are no translation records); writes its
-    figures into ``figures_dir``. ``runs_dir`` and ``results_dir`` are the roots holding ``translation/``."""
-    if records[records["task"] == TASK].empty:
+    figures into ``ctx.figures_dir``."""
+    if not ctx.has_task(TASK):
         return []
-    cfg = params.translation
+    params, records, curves = ctx.params, ctx.records, ctx.curves
+    cfg = ctx.cfg(TASK)
     schemes, seeds = list(params.schemes), list(params.seeds)
-    runs = Path(runs_dir) / TASK
-    results = None if results_dir is None else Path(results_dir) / TASK
-    meta_path = None if results is None else results / schemes[0] / "eval_meta.json"
+    results = ctx.result_path(TASK, schemes[0], seeds[0])
+    meta_path = None if results is None else results / "eval_meta.json"
     meta = io.read_json(meta_path) if meta_path is not None and meta_path.exists() else {}
     splits = meta.get("eval_splits") or sorted(records[(records["task"] == TASK)
                                                        & records["split"].str.startswith("test")]["split"].unique())
     buckets = meta.get("length_buckets") or []
     first = splits[0]
-    stats = io.read_json(runs / schemes[0] / f"seed_{seeds[0]}" / "train_stats.json")
-    vocab = io.read_json(runs / schemes[0] / f"seed_{seeds[0]}" / "config.json").get("vocab_size", "?")
+    run_meta = ctx.run_meta(TASK, schemes[0], seeds[0])
+    stats, vocab = run_meta["cost"], run_meta["info"].get("vocab_size", "?")
 
-    fig = Path(figures_dir).name
-    figures = Path(figures_dir)
+    fig = ctx.link
+    figures = ctx.figures_dir
     translation_figures.bleu_by_length(records, schemes, splits, buckets, figures / "translation_bleu_by_length.png")
     translation_figures.loss_curves(curves, schemes, figures / "translation_loss_curves.png")
 
@@ -149,7 +145,7 @@ def translation_section(
     table, best = comparison_table(records, TASK, schemes, columns, digits=2)
     signatures = meta.get("signatures", {})
     sentences = meta.get("sentences", {}).get(first, {})
-    m, t, d = cfg.model, cfg.train, cfg.decode
+    m, t, d = cfg.model, cfg.train, cfg.eval.decode
     beam_scope = ("every sentence" if d.beam_sentences is None
                   else f"the first {d.beam_sentences} sentences of each test split (greedy: every sentence)")
     corpus = {"multi30k": "Multi30k task 1 (Elliott et al. 2016/2017)", "iwslt2017": "IWSLT 2017 fr-en (TED talks)"}
@@ -158,7 +154,7 @@ def translation_section(
         "",
         PROFILE_NOTES.get(params.profile, f"Profile **{params.profile}**."),
         "",
-        f"Corpus: {corpus.get(cfg.corpus, cfg.corpus)}; training pairs with more than {cfg.data.max_tokens} subword "
+        f"Corpus: {corpus.get(cfg.data.corpus, cfg.data.corpus)}; training pairs with more than {cfg.data.max_tokens} subword "
         f"tokens on either side are dropped, test splits are scored whole. One joint French+English BPE vocabulary "
         f"of {vocab} tokens (HF `tokenizers`). Encoder-decoder: {m.encoder_layers}+{m.decoder_layers} pre-LN layers, "
         f"d = {m.d_model}, {m.n_heads} heads, FFN {m.d_ff}, dropout {m.dropout:g}. {t.steps} AdamW steps of "
@@ -206,7 +202,7 @@ def translation_section(
         "",
     ]
     if results is not None:
-        lines += _examples(results, schemes, seeds[0])
+        lines += _examples(ctx, schemes, seeds[0])
     lines += [
         "### Cost",
         "",

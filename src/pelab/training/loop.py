@@ -12,16 +12,18 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from pelab.config import TrainConfig
+from pelab.config import TrainConfig, check_device
+
+
+class DivergedError(ValueError):
+    """The training loss became NaN or infinite: the run stops and nothing downstream runs on it."""
 
 
 def pick_device(requested: str = "auto") -> torch.device:
+    """``auto`` (CUDA when available, else CPU) | ``cpu`` | ``cuda`` | ``cuda:N``."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if requested not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {requested!r}; valid choices: auto, cpu, cuda")
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' requested but no CUDA device is available; use --device auto or cpu")
+    check_device(requested)
     return torch.device(requested)
 
 
@@ -67,12 +69,14 @@ def train(
     desc: str = "train",
     snapshot: Callable[[nn.Module], dict[str, torch.Tensor]] | None = None,
     on_log: Callable[[int, nn.Module], dict[str, float]] | None = None,
+    what: str = "",
 ) -> TrainResult:
     """Run ``cfg.steps`` optimisation steps.
 
     next_batch(step) -> batch tensors (moved to ``device`` here); loss_fn(model, batch) -> (loss, n_tokens).
     snapshot(model), if given, is recorded at ``cfg.checkpoints`` evenly spaced steps (and step 0).
     on_log(step, model), if given, adds entries (e.g. validation loss) to the logged row.
+    A non-finite loss raises ``DivergedError`` at once, naming ``what`` (task, scheme, seed), the step and the lr.
     """
     model.to(device).train()
     optimizer = make_optimizer(model, cfg)
@@ -94,6 +98,12 @@ def train(
         batch = tuple(t.to(device, non_blocking=True) for t in next_batch(step))
         with autocast(device):
             loss, n_tokens = loss_fn(model, batch)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise DivergedError(
+                f"training diverged: loss {value} at step {step + 1}" + (f" ({what}" if what else " (")
+                + f"{', ' if what else ''}lr {schedule.get_last_lr()[0]:g}); lower the learning rate"
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip > 0:
@@ -101,7 +111,7 @@ def train(
         optimizer.step()
         schedule.step()
         result.tokens += int(n_tokens)
-        running += float(loss.detach())
+        running += value
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
             count = (step % cfg.log_every) + 1
             row = {"step": step + 1, "loss": running / count, "lr": schedule.get_last_lr()[0]}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pelab.config import CopyTaskConfig
+from pelab.tasks.copy.config import CopyDataConfig
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class CopySplit:
         return {"inputs": self.inputs, "targets": self.targets, "lengths": self.lengths}
 
 
-def encode_examples(sequences: list[tuple[int, ...]], context: int, task: CopyTaskConfig) -> CopySplit:
+def encode_examples(sequences: list[tuple[int, ...]], context: int, task: CopyDataConfig) -> CopySplit:
     """Lay out digit sequences as (input, target) rows of width ``context``."""
     n = len(sequences)
     inputs = torch.full((n, context), task.pad_token, dtype=torch.long)
@@ -78,9 +78,9 @@ def sample_unique_sequences(
     return out
 
 
-def make_copy_dataset(task: CopyTaskConfig, seed: int) -> dict[str, CopySplit]:
-    """Train, held-out test (no sequence seen in training) and longer-than-training test for one seed."""
-    generator = torch.Generator().manual_seed(seed)
+def make_copy_dataset(task: CopyDataConfig) -> dict[str, CopySplit]:
+    """Train, held-out test (no sequence seen in training) and longer-than-training test, drawn with ``task.seed``."""
+    generator = torch.Generator().manual_seed(task.seed)
     train = sample_unique_sequences(task.n_train, task.min_len, task.max_len, task.n_digits, generator)
     test = sample_unique_sequences(task.n_test, task.min_len, task.max_len, task.n_digits, generator, exclude=set(train))
     long = sample_unique_sequences(task.n_test_long, task.long_min_len, task.long_max_len, task.n_digits, generator)
@@ -98,17 +98,3 @@ def save_copy_dataset(splits: dict[str, CopySplit], path) -> None:
 def load_copy_dataset(path) -> dict[str, CopySplit]:
     raw = torch.load(path, weights_only=True)
     return {name: CopySplit(**tensors) for name, tensors in raw.items()}
-
-
-@torch.no_grad()
-def copy_metrics(predictions: torch.Tensor, split: CopySplit) -> dict[str, torch.Tensor]:
-    """Per-example exact match (whole output row) and token accuracy on the copied part.
-
-    predictions: (N, T) token ids. Returns {"exact_match": (N,), "token_accuracy": (N,)} as float.
-    """
-    exact = (predictions == split.targets).all(dim=1).float()
-    positions = torch.arange(split.targets.shape[1])[None, :]  # (1, T)
-    lengths = split.lengths[:, None]
-    copied = (positions > lengths) & (positions <= 2 * lengths)  # (N, T)
-    correct = ((predictions == split.targets) & copied).sum(dim=1).float()
-    return {"exact_match": exact, "token_accuracy": correct / split.lengths.float()}

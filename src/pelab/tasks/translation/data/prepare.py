@@ -22,10 +22,10 @@ import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from pelab import io
-from pelab.tasks.corpora import load_corpus
+from pelab.tasks.translation.data.corpora import load_corpus
 
 if TYPE_CHECKING:
-    from pelab.config import TranslationStudyConfig
+    from pelab.tasks.translation.config import TranslationDataConfig
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)  # ids 0, 1, 2, 3
@@ -128,17 +128,17 @@ def prepare_translation_data(
     return meta
 
 
-def prepare(cfg: TranslationStudyConfig, out_dir: str | Path) -> None:
+def prepare(cfg: TranslationDataConfig, out_dir: str | Path) -> None:
     """The prepare stage: load the corpus (checksum-verified), train the tokenizer, write the splits."""
-    corpus = load_corpus(cfg.corpus, cfg.data)
+    corpus = load_corpus(cfg.corpus, cfg)
     with io.atomic_dir(out_dir) as tmp:
         meta = prepare_translation_data(
             corpus.splits, corpus.eval_splits, tmp,
-            vocab_size=cfg.data.vocab_size, min_frequency=cfg.data.min_frequency, max_tokens=cfg.data.max_tokens,
-            train_sentences=cfg.data.train_sentences, test_sentences=cfg.data.test_sentences,
+            vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, max_tokens=cfg.max_tokens,
+            train_sentences=cfg.train_sentences, test_sentences=cfg.test_sentences,
             provenance=corpus.provenance,
         )
-        io.write_json(tmp / "meta.json", {**meta, "corpus": cfg.corpus, "data": asdict(cfg.data)})
+        io.write_json(tmp / "meta.json", {**meta, "corpus": cfg.corpus, "data": asdict(cfg)})
 
 
 @dataclass

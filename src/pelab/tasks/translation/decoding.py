@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import torch
 
-from pelab.config import DecodeConfig
-from pelab.model.seq2seq import DecodingState, Seq2SeqTransformer
-from pelab.tasks.translation_data import BOS_ID, EOS_ID, PAD_ID, pad_sequences
+from pelab.tasks.translation.config import DecodeConfig
+from pelab.tasks.translation.data import BOS_ID, EOS_ID, PAD_ID, pad_sequences
+from pelab.tasks.translation.model import DecodingState, Seq2SeqTransformer
 from pelab.training.loop import autocast
 
 

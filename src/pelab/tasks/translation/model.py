@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pelab.config import PositionalConfig, Seq2SeqConfig
 from pelab.model.blocks import Decoder, Encoder
 from pelab.model.embedding import TokenEmbedding
 from pelab.positional import PositionalEncoding, build_positional_encoding
 from pelab.positional.none import NoPositionalEncoding
+from pelab.tasks.translation.config import Seq2SeqConfig
 from pelab.training.seeding import seeded
 
 
@@ -111,7 +111,7 @@ class Seq2SeqTransformer(nn.Module):
 
 
 def build_seq2seq_model(
-    scheme: str, vocab_size: int, model: Seq2SeqConfig, positional: PositionalConfig, seed: int, pad_id: int = 0
+    scheme: str, vocab_size: int, model: Seq2SeqConfig, options: object, seed: int, pad_id: int = 0
 ) -> Seq2SeqTransformer:
     """Same seed -> same initial weights for every parameter the schemes share.
 
@@ -121,7 +121,7 @@ def build_seq2seq_model(
     with seeded(seed + 1_000_003):
         pe_encoder, pe_decoder = [
             build_positional_encoding(scheme, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
-                                      **vars(positional))
+                                      options=options)
             for causal in (False, True)
         ]
     with seeded(seed):

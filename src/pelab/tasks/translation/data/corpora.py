@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pelab.tasks import iwslt, multi30k
+from pelab.tasks.translation.data import iwslt, multi30k
 
 if TYPE_CHECKING:
-    from pelab.config import TranslationDataConfig
+    from pelab.tasks.translation.config import TranslationDataConfig
 
 
 @dataclass(frozen=True)

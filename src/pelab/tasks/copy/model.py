@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pelab.config import ModelConfig, PositionalConfig
 from pelab.model.blocks import Encoder
 from pelab.model.embedding import TokenEmbedding
 from pelab.positional import PositionalEncoding, build_positional_encoding
+from pelab.tasks.copy.config import ModelConfig
 from pelab.training.seeding import seeded
 
 
@@ -31,17 +31,14 @@ class CopyTransformer(nn.Module):
         return self.head(hidden), attentions
 
 
-def build_copy_model(
-    scheme: str, vocab_size: int, model: ModelConfig, positional: PositionalConfig, seed: int
-) -> CopyTransformer:
+def build_copy_model(scheme: str, vocab_size: int, model: ModelConfig, options: object, seed: int) -> CopyTransformer:
     """Same seed -> same initial weights for every parameter the schemes share.
 
     The scheme's own parameters (learned table, T5 bias) are drawn from a separate stream so that
     adding them does not shift the initialisation of the rest of the model.
     """
     with seeded(seed + 1_000_003):
-        pe = build_positional_encoding(
-            scheme, d_model=model.d_model, n_heads=model.n_heads, causal=False, **vars(positional)
-        )
+        pe = build_positional_encoding(scheme, d_model=model.d_model, n_heads=model.n_heads, causal=False,
+                                       options=options)
     with seeded(seed):
         return CopyTransformer(vocab_size, model, pe)

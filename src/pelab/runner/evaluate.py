@@ -1,0 +1,40 @@
+"""Evaluate one trained run with its task's evaluation; write tidy records (and the task's files)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pelab import io
+from pelab.config import Params
+from pelab.runner.checkpoint import load_run
+from pelab.tasks import get_task
+from pelab.training.loop import pick_device
+
+
+def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
+                 device: str | None = None, data: Any = None) -> list[dict[str, Any]]:
+    """Write ``out_dir/records.jsonl`` (tidy rows {task, pe, seed, split, length, metric, value}) on the
+    device the run would train on; ``out_dir`` appears only when complete. Returns the rows.
+    ``data``: the task's loaded data, to skip reloading it when evaluating several runs."""
+    run = load_run(run_path)
+    task, cfg = get_task(run.task), params.task(run.task)
+    dev = pick_device(device or params.device)
+    data = task.load_data(Path(data_dir)) if data is None else data
+    start = time.perf_counter()
+    with io.atomic_dir(out_dir) as tmp, torch.no_grad():
+        rows = task.evaluate(cfg, run.model.to(dev), data, dev, tmp)
+        ident = {"task": run.task, "pe": run.scheme, "seed": run.seed}
+        rows = [{**ident, **row} for row in rows]
+        rows.append({**ident, "split": "eval", "length": "all", "metric": "eval_time_s",
+                     "value": time.perf_counter() - start})
+        io.write_jsonl(tmp / "records.jsonl", rows)
+        io.write_json(tmp / "device.json", {"device": str(dev), "name": _device_name(dev)})
+    return rows
+
+
+def _device_name(dev: torch.device) -> str:
+    return torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"

@@ -1,0 +1,136 @@
+"""The ``Task`` interface: everything the study runner needs to prepare, train and evaluate one task.
+
+After DeepMind's ``GeneralizationTask`` + ``TASK_BUILDERS`` (randomized positional encodings): a task is
+an object with a fixed set of methods, registered by name in ``pelab.tasks.TASKS``. The runner
+(``pelab.runner``) never looks inside one. A task lives in its own folder, ``pelab/tasks/<name>/``:
+
+* ``config.py`` — its config sections (``data``, ``model``, ``train``, ``eval``) as frozen dataclasses;
+* ``data/`` — prepare (what the ``prepare@<name>`` stage writes) and load the data;
+* ``model.py`` — the model it trains, built for any positional scheme;
+* ``task.py`` — the ``Task`` subclass: batches, loss, validation (what training executes);
+* ``evaluate.py`` — evaluation → tidy rows (a dependency of the evaluation stages only).
+
+The DVC stages depend on exactly these pieces, so editing ``evaluate.py`` re-runs evaluation and never
+training. Params: ``<name>.data|model|train|eval`` and ``<name>.positional.<scheme>`` (the scheme's
+options for this task — by default the global ``positional.<scheme>``, which a task may override).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from pelab.config import TrainConfig, from_dict
+
+Batch = tuple[torch.Tensor, ...]
+LossFn = Callable[[nn.Module, Batch], tuple[torch.Tensor, int]]  # (model, batch) -> (mean loss, tokens)
+SECTIONS = ("data", "model", "train", "eval")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One task's validated sections plus its positional options for every scheme of the study."""
+
+    name: str
+    data: Any
+    model: Any
+    train: TrainConfig
+    eval: Any
+    positional: dict[str, Any] = field(default_factory=dict)  # scheme -> Options
+
+    def options(self, scheme: str) -> Any:
+        from pelab.positional import scheme_options
+
+        return self.positional.get(scheme) or scheme_options(scheme)
+
+
+class Task(ABC):
+    """One task of the study. Subclasses set the class attributes and implement the abstract methods."""
+
+    name: ClassVar[str]
+    sections: ClassVar[dict[str, type]]  # "data" | "model" | "train" | "eval" -> dataclass
+    headline: ClassVar[dict[str, list[str]]]  # split -> the metrics that go to reports/metrics.json
+
+    # ---------------------------------------------------------------------------------- configuration
+    def config(self, raw: dict[str, Any] | None, schemes: tuple[str, ...] = ()) -> TaskConfig:
+        """Validate ``params[<name>]``; every scheme of the study must be buildable at the task's lengths."""
+        from pelab.positional import scheme_options
+
+        raw = dict(raw or {})
+        unknown = sorted(set(raw) - {*SECTIONS, "positional"})
+        if unknown:
+            raise ValueError(f"unknown key(s) {unknown} in {self.name}; valid keys: "
+                             f"{', '.join(sorted({*SECTIONS, 'positional'}))}")
+        parts = {s: from_dict(self.sections[s], raw.get(s), f"{self.name}.{s}") for s in SECTIONS}
+        positional_raw = dict(raw.get("positional") or {})
+        positional = {s: scheme_options(s, positional_raw.get(s), f"{self.name}.positional.{s}")
+                      for s in (schemes or positional_raw)}
+        cfg = TaskConfig(self.name, positional=positional, **parts)
+        self.check(cfg)
+        return cfg
+
+    def check(self, cfg: TaskConfig) -> None:
+        """Cross-section checks: each scheme's model can be built and encodes every length the task uses."""
+        from pelab.positional import PositionalEncoding
+
+        for scheme in cfg.positional:
+            model = self.build_model(cfg.model, scheme, cfg.options(scheme), seed=0, info=self.nominal_info(cfg))
+            for module in model.modules():
+                if isinstance(module, PositionalEncoding):
+                    module.check_length(self.max_length(cfg))
+
+    # ------------------------------------------------------------------------------------------- data
+    @abstractmethod
+    def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
+        """Write the task's data into ``out_dir`` (atomically); the same for every scheme and seed."""
+
+    @abstractmethod
+    def load_data(self, data_dir: Path) -> Any:
+        """The prepared data, as the other methods take it."""
+
+    @abstractmethod
+    def data_info(self, data: Any) -> dict[str, Any]:
+        """What building the model needs from the data (vocabulary size, …); saved beside the weights."""
+
+    @abstractmethod
+    def nominal_info(self, cfg: TaskConfig) -> dict[str, Any]:
+        """``data_info`` as far as it is known from the config alone (for checks before any data exists)."""
+
+    @abstractmethod
+    def max_length(self, cfg: TaskConfig) -> int:
+        """The longest sequence a model of this task is trained or evaluated on (positions 0..max-1)."""
+
+    # ------------------------------------------------------------------------------------------ model
+    @abstractmethod
+    def build_model(self, model_cfg: Any, scheme: str, options: Any, seed: int, info: dict[str, Any]) -> nn.Module:
+        """The model for ``scheme``. Same seed -> same initial weights of every parameter the schemes share."""
+
+    # --------------------------------------------------------------------------------------- training
+    @abstractmethod
+    def batches(self, cfg: TaskConfig, data: Any, seed: int) -> Callable[[int], Batch]:
+        """next_batch(step) -> CPU tensors; the order depends on the seed only (same for every scheme)."""
+
+    @abstractmethod
+    def loss(self, cfg: TaskConfig) -> LossFn:
+        """The training loss."""
+
+    def validation(self, cfg: TaskConfig, data: Any, device: torch.device) -> Callable[[nn.Module], dict] | None:
+        """Called at every log step: entries (e.g. ``val_loss``) added to the training history."""
+        return None
+
+    def train_summary(self, cfg: TaskConfig, data: Any) -> dict[str, float]:
+        """Extra numbers about a training run (e.g. epochs) for its cost record."""
+        return {}
+
+    # ------------------------------------------------------------------------------------- evaluation
+    @abstractmethod
+    def evaluate(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
+                 out_dir: Path) -> list[dict[str, Any]]:
+        """Tidy rows {split, length, metric, value} (the runner adds task, pe, seed); may write files into
+        ``out_dir`` (translations, examples)."""

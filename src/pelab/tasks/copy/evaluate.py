@@ -1,0 +1,58 @@
+"""Copy-task evaluation: exact match and token accuracy per split and per sequence length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pelab.tasks.base import TaskConfig
+from pelab.tasks.copy.data import CopyData, CopySplit
+from pelab.tasks.copy.model import CopyTransformer
+from pelab.training.loop import autocast
+
+SPLITS = ("test", "test_long")
+
+
+@torch.no_grad()
+def predict(model: CopyTransformer, split: CopySplit, batch_size: int = 512) -> torch.Tensor:
+    """Greedy per-position predictions (N, T), computed on the model's device."""
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(split), batch_size):
+        inputs = split.inputs[start : start + batch_size].to(device)
+        with autocast(device):
+            logits, _ = model(inputs)
+        out.append(logits.argmax(-1).cpu())
+    return torch.cat(out)  # (N, T)
+
+
+@torch.no_grad()
+def copy_metrics(predictions: torch.Tensor, split: CopySplit) -> dict[str, torch.Tensor]:
+    """Per-example exact match (whole output row) and token accuracy on the copied part.
+
+    predictions: (N, T) token ids. Returns {"exact_match": (N,), "token_accuracy": (N,)} as float.
+    """
+    exact = (predictions == split.targets).all(dim=1).float()
+    positions = torch.arange(split.targets.shape[1])[None, :]  # (1, T)
+    lengths = split.lengths[:, None]
+    copied = (positions > lengths) & (positions <= 2 * lengths)  # (N, T)
+    correct = ((predictions == split.targets) & copied).sum(dim=1).float()
+    return {"exact_match": exact, "token_accuracy": correct / split.lengths.float()}
+
+
+def evaluate(cfg: TaskConfig, model: CopyTransformer, data: CopyData,
+             device: torch.device) -> list[dict[str, Any]]:
+    """Rows {split, length, metric, value}: length "all" is the whole split, then one row per length."""
+    model.to(device).eval()
+    rows = []
+    for split_name in SPLITS:
+        split = data[split_name]
+        per_example = copy_metrics(predict(model, split, cfg.eval.batch_size), split)
+        for metric, values in per_example.items():
+            rows.append({"split": split_name, "length": "all", "metric": metric, "value": float(values.mean())})
+            for length in split.lengths.unique().tolist():
+                chosen = split.lengths == length
+                rows.append({"split": split_name, "length": int(length), "metric": metric,
+                             "value": float(values[chosen].mean())})
+    return rows

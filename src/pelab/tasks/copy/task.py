@@ -1,0 +1,93 @@
+"""The copy task (../references copy-task post) behind the ``Task`` interface: what training executes.
+
+Evaluation lives in ``evaluate.py`` so that editing a metric never retrains a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from pelab.tasks.base import Batch, Task, TaskConfig
+from pelab.tasks.copy import data as copy_data
+from pelab.tasks.copy.config import CopyDataConfig, CopyEvalConfig, ModelConfig, TrainConfig
+from pelab.tasks.copy.data import CopyData, CopySplit
+from pelab.tasks.copy.model import CopyTransformer, build_copy_model
+from pelab.training.loop import autocast
+
+VAL_EXAMPLES = 256  # held-out sequences behind the validation-loss curve
+
+
+def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
+    inputs, targets = batch
+    logits, _ = model(inputs)  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
+
+
+@torch.no_grad()
+def held_out_loss(model: CopyTransformer, split: CopySplit, device: torch.device, batch_size: int = 1024) -> float:
+    """Mean per-token cross-entropy on a held-out split: the validation curve. Nothing is selected on it."""
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, len(split), batch_size):
+        rows = slice(start, start + batch_size)
+        batch = (split.inputs[rows].to(device), split.targets[rows].to(device))
+        with autocast(device):
+            loss, n_tokens = copy_loss(model, batch)
+        total += float(loss) * n_tokens
+        count += n_tokens
+    return total / count
+
+
+class CopyTask(Task):
+    name = "copy"
+    sections = {"data": CopyDataConfig, "model": ModelConfig, "train": TrainConfig, "eval": CopyEvalConfig}
+    headline = {"test": ["exact_match", "token_accuracy"], "test_long": ["exact_match", "token_accuracy"]}
+
+    def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
+        copy_data.prepare(cfg.data, out_dir)
+
+    def load_data(self, data_dir: Path) -> CopyData:
+        return copy_data.load(data_dir)
+
+    def data_info(self, data: CopyData) -> dict[str, Any]:
+        cfg = data.config
+        return {"vocab_size": cfg.vocab_size, "max_length": max(cfg.context, cfg.long_context)}
+
+    def nominal_info(self, cfg: TaskConfig) -> dict[str, Any]:
+        return {"vocab_size": cfg.data.vocab_size, "max_length": self.max_length(cfg)}
+
+    def max_length(self, cfg: TaskConfig) -> int:
+        return max(cfg.data.context, cfg.data.long_context)
+
+    def build_model(self, model_cfg: ModelConfig, scheme: str, options: Any, seed: int,
+                    info: dict[str, Any]) -> CopyTransformer:
+        return build_copy_model(scheme, int(info["vocab_size"]), model_cfg, options, seed)
+
+    def batches(self, cfg: TaskConfig, data: CopyData, seed: int) -> Callable[[int], Batch]:
+        train, order = data["train"], torch.Generator().manual_seed(seed)
+        batch_size = cfg.train.batch_size
+
+        def next_batch(step: int) -> Batch:
+            idx = torch.randint(0, len(train), (batch_size,), generator=order)
+            return train.inputs[idx], train.targets[idx]
+
+        return next_batch
+
+    def loss(self, cfg: TaskConfig):
+        return copy_loss
+
+    def validation(self, cfg: TaskConfig, data: CopyData, device: torch.device):
+        # A fixed slice of the held-out test split: cheap enough for every log step.
+        test = data["test"]
+        held_out = CopySplit(test.inputs[:VAL_EXAMPLES], test.targets[:VAL_EXAMPLES], test.lengths[:VAL_EXAMPLES])
+        return lambda model: {"val_loss": held_out_loss(model, held_out, device)}
+
+    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
+        from pelab.tasks.copy.evaluate import evaluate
+
+        return evaluate(cfg, model, data, device)
