@@ -104,3 +104,69 @@ def test_formatting() -> None:
     one = summarize([0.25])
     assert format_mean_sd(one) == "0.250"
     assert format_interval(one) == "–"
+
+
+# Tests valid at n = 5 ------------------------------------------------------------------------------------
+
+
+def test_sign_flip_test_is_exact_and_cannot_go_below_2_over_2_to_the_n():
+    from pelab.stats import sign_flip_test
+
+    a = [0.9, 0.8, 0.85, 0.95, 0.7]
+    constant = sign_flip_test(a, [x - 0.1 for x in a])  # the same difference on every seed
+    assert constant["p"] == pytest.approx(2 / 32) == constant["min_p"]  # not "p < 0.001"
+    assert paired_t_test(a, [x - 0.1 for x in a])["p"] == 0.0  # the t-test's degenerate answer
+    # differences 1, 2, 3, 4, -5: |mean| = 1; count sign patterns with |sum| >= 5 by brute force
+    diffs = [1, 2, 3, 4, -5]
+    import itertools
+
+    expected = sum(abs(sum(s * d for s, d in zip(signs, diffs))) >= 5
+                   for signs in itertools.product((1, -1), repeat=5)) / 32
+    assert sign_flip_test(diffs, [0] * 5)["p"] == pytest.approx(expected)
+    assert sign_flip_test([1, 2], [1, 2])["p"] == 1.0
+
+
+def test_holm_adjustment_matches_the_definition():
+    from pelab.stats import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert holm([0.0625] * 6) == pytest.approx([0.375] * 6)
+    adjusted = holm([0.2, math.nan, 0.01])
+    assert adjusted[0] == pytest.approx(0.2) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.02)
+
+
+def test_bounded_metrics_keep_their_intervals_in_range():
+    from pelab.stats import bounded_summary
+
+    values = [1.0, 1.0, 1.0, 0.96, 1.0]  # exact match near the ceiling: the t-interval passes 1
+    assert summarize(values)["ci_high"] > 1.0
+    s = bounded_summary(values, 0.0, 1.0)
+    assert s["interval"] == "bootstrap" and 0.96 <= s["ci_low"] <= s["mean"] <= s["ci_high"] <= 1.0
+    inside = bounded_summary([0.4, 0.5, 0.6, 0.5, 0.45], 0.0, 1.0)
+    assert inside["interval"] == "t" and inside["ci_low"] == summarize([0.4, 0.5, 0.6, 0.5, 0.45])["ci_low"]
+    with pytest.raises(ValueError, match="outside the metric's range"):
+        bounded_summary([1.2, 0.9, 1.0], 0.0, 1.0)
+
+
+def test_comparison_table_compares_with_the_declared_reference_not_the_best():
+    import pandas as pd
+
+    from pelab.report.tables import comparison_table
+
+    rows = []
+    for seed in range(5):
+        for scheme, value in (("sinusoidal", 0.5 + 0.01 * seed), ("rope", 0.9 + 0.01 * seed),
+                              ("none", 0.1 + 0.02 * (seed % 2))):
+            rows.append({"task": "copy", "pe": scheme, "seed": seed, "split": "test", "length": "all",
+                         "metric": "exact_match", "value": value})
+    records = pd.DataFrame(rows)
+    table, best = comparison_table(records, "copy", ["none", "sinusoidal", "rope"],
+                                   [("test", "exact_match", "exact match")], reference="sinusoidal")
+    assert best == "rope"
+    assert "Δ vs `sinusoidal`" in table and "| `sinusoidal` | 5 |" in table and "reference" in table
+    rope_row = next(line for line in table.splitlines() if line.startswith("| `rope`"))
+    assert "+0.400 [+0.400, +0.400]" in rope_row and "0.062 (0.125)" in rope_row  # Holm over two comparisons
+    assert "<0.001" in rope_row.split("|")[-2]  # the t-test beside it overstates a constant difference
+    table, _ = comparison_table(records, "copy", ["none", "rope"], [("test", "exact_match", "exact match")],
+                                reference="sinusoidal")
+    assert "not among this run's schemes" in table

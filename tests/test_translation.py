@@ -5,6 +5,8 @@ Nothing here touches the network: downloads go through a monkeypatched ``urlopen
 
 from __future__ import annotations
 
+import math
+
 import gzip
 import io as _io
 import re
@@ -35,6 +37,7 @@ from pelab.tasks.translation.data import (
     EOS_ID,
     PAD_ID,
     SPECIAL_TOKENS,
+    UNK_ID,
     decode,
     encode,
     load_prepared,
@@ -387,12 +390,12 @@ def test_incremental_decoding_equals_the_full_decoder(scheme):
 
 
 @pytest.mark.parametrize("scheme", ["none", "sinusoidal", "rope", "alibi", "t5"])
-def test_greedy_equals_beam_search_with_one_beam(scheme):
+def test_greedy_equals_beam_search_with_one_beam_and_no_length_penalty(scheme):
     model = tiny_model(scheme, seed=2)
     src = random_source(4, 6, seed=5)
     limit = torch.tensor([3, 9, 12, 12])
     greedy = greedy_decode(model, src, limit)
-    assert greedy == beam_search(model, src, limit, beam_size=1)
+    assert greedy == beam_search(model, src, limit, beam_size=1, length_penalty=0.0)
     assert all(len(h) < n for h, n in zip(greedy, limit.tolist()))  # </s> counts towards the limit
 
 
@@ -412,6 +415,99 @@ def test_beam_search_scores_at_least_as_well_as_greedy():
     for row in range(3):
         if len(greedy[row]) < 7 and len(beam[row]) < 7:  # both ended with </s>
             assert log_prob(beam[row], row) >= log_prob(greedy[row], row) - 1e-4
+
+
+class MockState:
+    """What beam search keeps per row: here only the prefix fed so far."""
+
+    def __init__(self, rows: int) -> None:
+        self.prefixes: list[tuple[int, ...]] = [() for _ in range(rows)]
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.prefixes = [self.prefixes[i] for i in index.tolist()]
+
+
+class MockSeq2Seq:
+    """A decoder whose next-token distribution is a fixed function of the prefix: ``probs(prefix) -> {token: p}``
+    (tokens not listed get a tiny probability). Ignores the source."""
+
+    def __init__(self, probs, vocab: int = 10) -> None:
+        self.probs, self.vocab = probs, vocab
+
+    def encode(self, src):
+        return torch.zeros(src.shape[0], 1, 1), torch.zeros(src.shape[0], 1, dtype=torch.bool), None
+
+    def start_decoding(self, memory, padding):
+        return MockState(memory.shape[0])
+
+    def decode_step(self, tokens, state):
+        rows = []
+        for r, token in enumerate(tokens.tolist()):
+            state.prefixes[r] = (*state.prefixes[r], token)
+            p = torch.full((self.vocab,), 1e-9)
+            for tok, value in self.probs(state.prefixes[r][1:]).items():  # without <s>
+                p[tok] = value
+            rows.append((p / p.sum()).log())
+        return torch.stack(rows)
+
+
+A, B, C, D = 4, 5, 6, 7
+
+
+def test_beam_search_does_not_return_the_empty_translation():
+    """The review's case: </s> first is likely, but `A D </s>` has the better normalised score."""
+    table = {(): {EOS_ID: 0.5, A: 0.3, B: 0.2}, (A,): {D: 0.9, EOS_ID: 0.1}, (A, D): {EOS_ID: 0.9, C: 0.1},
+             (B,): {EOS_ID: 0.5, C: 0.5}}
+    model = MockSeq2Seq(lambda prefix: table.get(prefix, {EOS_ID: 1.0}))
+    src = torch.zeros(1, 3, dtype=torch.long)
+    assert beam_search(model, src, torch.tensor([6]), beam_size=2, length_penalty=1.0) == [[A, D]]
+    assert greedy_decode(model, src, torch.tensor([6])) == [[A, D]]  # </s> is masked before the first token
+
+
+def exhaustive_best(probs, vocab, limit, length_penalty):
+    """Every hypothesis of up to ``limit`` tokens (</s> included, no special token, at least one word)."""
+    words = [t for t in range(vocab) if t not in (PAD_ID, UNK_ID, BOS_ID, EOS_ID)]
+    best, frontier = (float("-inf"), None), [((), 0.0)]
+    for length in range(1, limit + 1):
+        grown = []
+        for prefix, log_p in frontier:
+            dist = probs(prefix)
+            total = sum(dist.get(t, 1e-9) for t in range(vocab))
+            if prefix:
+                end = log_p + math.log(dist.get(EOS_ID, 1e-9) / total)
+                best = max(best, (end / length**length_penalty, prefix))
+            if length < limit:
+                grown += [((*prefix, w), log_p + math.log(dist.get(w, 1e-9) / total)) for w in words]
+        frontier = grown
+    return list(best[1])
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.6, 1.0, 2.0])
+@pytest.mark.parametrize("seed", range(4))
+def test_beam_search_with_a_beam_holding_every_prefix_is_exhaustive_search(seed, length_penalty):
+    vocab, limit = 7, 4  # words 4, 5, 6: at most 3^3 live prefixes
+    g = torch.Generator().manual_seed(seed)
+    cache = {}
+
+    def probs(prefix):
+        if prefix not in cache:
+            raw = torch.rand(vocab, generator=g) ** 3
+            cache[prefix] = {t: float(raw[t]) for t in range(vocab)}
+        return cache[prefix]
+
+    expected = exhaustive_best(probs, vocab, limit, length_penalty)
+    model = MockSeq2Seq(probs, vocab)
+    found = beam_search(model, torch.zeros(1, 2, dtype=torch.long), torch.tensor([limit]), beam_size=27,
+                        length_penalty=length_penalty)
+    assert found == [expected]
+
+
+def test_beam_and_greedy_never_emit_special_tokens():
+    model = MockSeq2Seq(lambda prefix: {PAD_ID: 0.4, UNK_ID: 0.3, BOS_ID: 0.2, A: 0.05, EOS_ID: 0.05})
+    src = torch.zeros(2, 3, dtype=torch.long)
+    for hyps in (beam_search(model, src, torch.tensor([5, 5]), beam_size=3), greedy_decode(model, src, torch.tensor([5, 5]))):
+        for hyp in hyps:
+            assert hyp and not set(hyp) & {PAD_ID, UNK_ID, BOS_ID, EOS_ID}, hyp
 
 
 def test_translate_batches_and_caps_lengths():

@@ -1,14 +1,19 @@
 """Batched greedy and beam search for the encoder-decoder.
 
-Both share one step function, so beam search with one beam is exactly greedy decoding. A sentence
-may produce at most ``max_len`` tokens, ``</s>`` included: ``ceil(a · source_tokens + b)``, capped by
-the number of positions the model was built for; at that step ``</s>`` is forced. Decoding is
-incremental: each step feeds one token per hypothesis and reuses the cached keys and values of the
-earlier ones (``Seq2SeqTransformer.decode_step``; the schemes get the new token's explicit position).
+A sentence may produce at most ``max_len`` tokens, ``</s>`` included: ``ceil(a · source_tokens + b)``,
+capped by the number of positions the model was built for; at that step ``</s>`` is forced. Both searches
+emit at least ``min_len`` (1) tokens before ``</s>`` and never emit ``<pad>``, ``<s>`` or ``<unk>``.
+Decoding is incremental: each step feeds one token per hypothesis and reuses the cached keys and values of
+the earlier ones (``Seq2SeqTransformer.decode_step``; the schemes get the new token's explicit position).
 
-Beam search (as in fairseq/GNMT, simplified): a finished hypothesis stays in its beam and may only be
-extended by padding at no cost; when every beam of every sentence has finished (or hit its limit),
-each sentence returns the hypothesis with the best ``log p / length ** length_penalty``.
+Beam search is the standard one (fairseq ``SequenceGenerator``, HF ``BeamSearchScorer``): each step ranks
+the 2K best extensions of the K live hypotheses; those ending in ``</s>`` are set aside as finished with the
+score ``log p / length ** length_penalty`` (length counts ``</s>``), and the K best others stay live, so a
+finished hypothesis never takes a live one's slot. A sentence stops when no live hypothesis can still beat
+its best finished one — log p only falls as a hypothesis grows, so the best a live hypothesis can reach is
+its log p over the largest normaliser it can still get (HF's ``early_stopping=False`` bound) — or when
+every hypothesis has reached the length limit. With a beam that holds every prefix, this is exhaustive
+search of the normalised score (a test checks it).
 """
 
 from __future__ import annotations
@@ -19,57 +24,90 @@ from collections.abc import Sequence
 import torch
 
 from pelab.tasks.translation.config import DecodeConfig
-from pelab.tasks.translation.data import BOS_ID, EOS_ID, PAD_ID, pad_sequences
+from pelab.tasks.translation.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, pad_sequences
 from pelab.tasks.translation.model import DecodingState, Seq2SeqTransformer
 from pelab.training.loop import autocast
 
+NEVER = (PAD_ID, BOS_ID, UNK_ID)  # tokens no search may emit
+
 
 def _next_log_probs(
-    model: Seq2SeqTransformer, tokens: torch.Tensor, state: DecodingState, finished: torch.Tensor,
-    force_eos: torch.Tensor,
+    model: Seq2SeqTransformer, tokens: torch.Tensor, state: DecodingState, step: int, limit: torch.Tensor,
+    min_len: int,
 ) -> torch.Tensor:
-    """Feed the last tokens (N,); log-probabilities of the next ones (N, V). Finished rows may only add
-    padding (log p = 0); rows at their length limit may only end (``</s>``)."""
+    """Feed the last tokens (N,); log-probabilities of the next ones (N, V), with ``NEVER`` masked, ``</s>``
+    masked before ``min_len`` tokens, and only ``</s>`` allowed for rows at their limit (N,)."""
     log_probs = model.decode_step(tokens, state).float().log_softmax(dim=-1)  # (N, V)
-    only = torch.full_like(log_probs, float("-inf"))
-    ended = only.clone()
-    ended[:, PAD_ID] = 0.0
-    only[:, EOS_ID] = log_probs[:, EOS_ID]
-    log_probs = torch.where(force_eos[:, None], only, log_probs)
-    return torch.where(finished[:, None], ended, log_probs)
+    log_probs[:, list(NEVER)] = float("-inf")
+    if step < min_len:
+        log_probs[:, EOS_ID] = float("-inf")
+    only_eos = torch.full_like(log_probs, float("-inf"))
+    only_eos[:, EOS_ID] = log_probs[:, EOS_ID].clamp(min=torch.finfo(log_probs.dtype).min)
+    return torch.where((step + 1 >= limit)[:, None], only_eos, log_probs)
+
+
+def _normalise(log_p: float, length: int, length_penalty: float) -> float:
+    """fairseq/HF length normalisation: log p / length ** length_penalty."""
+    return log_p / length**length_penalty
+
+
+def _best_reachable(log_p: float, step: int, limit: int, length_penalty: float) -> float:
+    """The best normalised score a live hypothesis (log p, ``step + 1`` tokens so far) can still finish with:
+    log p can only fall, so it is log p over the most favourable final length in [step + 2, limit]."""
+    length = limit if length_penalty > 0 else min(step + 2, limit)
+    return _normalise(log_p, length, length_penalty)
 
 
 @torch.no_grad()
 def beam_search(
-    model: Seq2SeqTransformer, src: torch.Tensor, max_len: torch.Tensor, beam_size: int, length_penalty: float = 1.0
+    model: Seq2SeqTransformer, src: torch.Tensor, max_len: torch.Tensor, beam_size: int, length_penalty: float = 1.0,
+    min_len: int = 1,
 ) -> list[list[int]]:
-    """src: (B, S) padded ids; max_len: (B,) token limits. Returns B token lists without ``</s>``."""
-    batch, k = src.shape[0], beam_size
+    """src: (B, S) padded ids; max_len: (B,) token limits (``</s>`` included). Returns B token lists without
+    ``</s>``: each sentence's finished hypothesis with the best normalised score."""
+    batch, k, device = src.shape[0], beam_size, src.device
     memory, padding, _ = model.encode(src)
     state = model.start_decoding(memory.repeat_interleave(k, dim=0), padding.repeat_interleave(k, dim=0))  # B·K rows
-    limit = max_len.to(src.device).repeat_interleave(k)  # (B·K,)
-    prefix = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B·K, 1)
-    scores = torch.full((batch, k), float("-inf"), device=src.device)
+    limits = [int(n) for n in max_len.tolist()]
+    row_limit = torch.tensor(limits, device=device).repeat_interleave(k)  # (B·K,)
+    prefix = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=device)  # (B·K, t+1)
+    scores = torch.full((batch, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
-    finished = torch.zeros(batch * k, dtype=torch.bool, device=src.device)
-    lengths = torch.zeros(batch * k, dtype=torch.long, device=src.device)
-    offsets = torch.arange(batch, device=src.device)[:, None] * k  # (B, 1)
-    for step in range(int(max_len.max())):
-        log_probs = _next_log_probs(model, prefix[:, -1], state, finished, force_eos=step + 1 >= limit)
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]  # (normalised score, tokens)
+    done = [False] * batch
+    for step in range(max(limits)):
+        log_probs = _next_log_probs(model, prefix[:, -1], state, step, row_limit, min_len)
         vocab = log_probs.shape[-1]
         candidates = (scores.reshape(-1, 1) + log_probs).reshape(batch, k * vocab)  # (B, K·V)
-        scores, flat = candidates.topk(k, dim=-1)  # (B, K)
-        parent = (offsets + flat // vocab).reshape(-1)  # (B·K,) row of the beam each candidate extends
-        token = (flat % vocab).reshape(-1)  # (B·K,)
-        prefix = torch.cat([prefix[parent], token[:, None]], dim=1)  # (B·K, t+2)
-        lengths = lengths[parent] + (~finished[parent]).long()
-        finished = finished[parent] | (token == EOS_ID)
-        if bool(finished.all()):
+        top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=-1)  # (B, 2K)
+        top_scores, top = top_scores.tolist(), top.tolist()
+        new_scores = torch.full((batch, k), float("-inf"), device=device)
+        parent = torch.arange(batch * k, device=device)  # rows of done sentences are left as they are
+        token = torch.full((batch * k,), PAD_ID, dtype=torch.long, device=device)
+        for b in range(batch):
+            if done[b]:
+                continue
+            live = 0
+            for score, index in zip(top_scores[b], top[b]):
+                if score == float("-inf"):
+                    break
+                row, tok = b * k + index // vocab, index % vocab
+                if tok == EOS_ID:  # set aside: it competes only with other finished hypotheses
+                    finished[b].append((_normalise(score, step + 1, length_penalty), prefix[row, 1:].tolist()))
+                elif live < k:
+                    new_scores[b, live], parent[b * k + live], token[b * k + live] = score, row, tok
+                    live += 1
+            best_done = max((f[0] for f in finished[b]), default=float("-inf"))
+            best_live = float(new_scores[b, 0])
+            if live == 0 or best_done >= _best_reachable(best_live, step, limits[b], length_penalty):
+                done[b] = True
+                new_scores[b] = float("-inf")
+        if all(done):
             break
+        prefix = torch.cat([prefix[parent], token[:, None]], dim=1)
         state.reorder(parent)
-    normalised = scores / lengths.reshape(batch, k).clamp(min=1).float() ** length_penalty  # (B, K)
-    best = (offsets[:, 0] + normalised.argmax(dim=-1)).tolist()
-    return [_strip(prefix[row, 1:].tolist()) for row in best]
+        scores = new_scores
+    return [max(f, key=lambda item: item[0])[1] if f else [] for f in finished]
 
 
 @torch.no_grad()
@@ -81,8 +119,8 @@ def greedy_decode(model: Seq2SeqTransformer, src: torch.Tensor, max_len: torch.T
     prefix = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for step in range(int(max_len.max())):
-        log_probs = _next_log_probs(model, prefix[:, -1], state, finished, force_eos=step + 1 >= limit)
-        token = log_probs.argmax(dim=-1)  # (B,)
+        log_probs = _next_log_probs(model, prefix[:, -1], state, step, limit, min_len=1)
+        token = torch.where(finished, PAD_ID, log_probs.argmax(dim=-1))  # (B,): finished rows only pad
         prefix = torch.cat([prefix, token[:, None]], dim=1)
         finished = finished | (token == EOS_ID)
         if bool(finished.all()):

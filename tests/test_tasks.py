@@ -1,0 +1,64 @@
+"""The Task interface: a new task is one folder, one registry line and its params section, and the one
+study runner trains, reloads and evaluates it like the built-in tasks."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import smoke_raw
+
+from pelab import io
+from pelab.aggregate import aggregate
+from pelab.config import parse_params
+from pelab.runner.checkpoint import load_run
+from pelab.runner.evaluate import evaluate_run
+from pelab.runner.train import train_run
+from pelab.tasks import _BUILDERS, get_task, register_task, task_names
+
+TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
+        "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
+        "train": {"steps": 6, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 3},
+        "eval": {}}
+
+
+@pytest.fixture
+def reverse_task():
+    register_task("reverse", "tiny_reverse.task:ReverseTask")
+    yield get_task("reverse")
+    _BUILDERS.pop("reverse")
+
+
+def test_the_registry_lists_the_built_in_tasks_and_rejects_unknown_ones():
+    assert task_names()[:2] == ["copy", "translation"]
+    with pytest.raises(ValueError, match=r"^unknown task 'sort'; valid choices: copy, translation"):
+        get_task("sort")
+
+
+def test_a_tiny_task_runs_through_the_one_runner(reverse_task, tmp_path):
+    raw = smoke_raw(tasks=["reverse"], seeds=[0, 1], pe={"schemes": ["none", "rope"]})
+    raw["reverse"] = {**TINY, "positional": {"none": {}, "rope": {"base": 100.0}}}
+    params = parse_params(raw)
+    assert params.task("reverse").options("rope").base == 100.0  # the task's own scheme options
+    reverse_task.prepare(params.task("reverse"), tmp_path / "data")
+    for scheme in params.schemes:
+        for seed in params.seeds:
+            run = tmp_path / f"runs/reverse/{scheme}/seed_{seed}"
+            train_run(params, "reverse", scheme, seed, tmp_path / "data", run, device="cpu")
+            evaluate_run(params, run, tmp_path / "data", tmp_path / f"results/reverse/{scheme}/seed_{seed}",
+                         device="cpu")
+    loaded = load_run(tmp_path / "runs/reverse/rope/seed_1")
+    assert (loaded.task, loaded.scheme, loaded.seed) == ("reverse", "rope", 1)
+    assert loaded.model.pe.base == 100.0
+    aggregate(params, tmp_path / "runs", tmp_path / "results", tmp_path / "metrics.json", tmp_path / "records.csv",
+              tmp_path / "plots")
+    metrics = io.read_json(tmp_path / "metrics.json")["reverse"]
+    assert set(metrics) == {"none", "rope"} and metrics["rope"]["n_seeds"] == 2
+    assert 0.0 <= metrics["rope"]["exact_match_mean"] <= 1.0
+    assert (tmp_path / "plots/reverse_train_loss.csv").exists()
+
+
+def test_a_tiny_task_section_is_validated_like_the_others(reverse_task):
+    raw = smoke_raw(tasks=["reverse"])
+    raw["reverse"] = {**TINY, "data": {"length": 3, "n_tarin": 5}}
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['n_tarin'\] in reverse.data; valid keys: length, "
+                                         r"n_test, n_train"):
+        parse_params(raw)
