@@ -15,7 +15,8 @@ from pelab.tasks.copy.data.generate import (
     encode_examples,
     load_copy_dataset,
     make_copy_dataset as _make,
-    sample_unique_sequences,
+    distinct_sequences,
+    stratified_counts,
     save_copy_dataset,
 )
 from pelab.tasks.copy.evaluate import copy_metrics
@@ -67,22 +68,30 @@ def test_encode_examples_exact_fit_and_too_long() -> None:
         encode_examples([(1, 2, 3, 4)], context=8, task=TASK)
 
 
-def test_sample_unique_sequences() -> None:
+def test_distinct_sequences() -> None:
     g = torch.Generator().manual_seed(0)
-    seqs = sample_unique_sequences(105, 1, 2, 10, g)  # 10 + 100 = 110 exist
-    assert len(seqs) == len(set(seqs)) == 105
-    assert all(1 <= len(s) <= 2 and all(0 <= d < 10 for d in s) for s in seqs)
-    with pytest.raises(ValueError, match="cannot draw 111 distinct sequences of length 1..2: only 110 exist"):
-        sample_unique_sequences(111, 1, 2, 10, g)
+    seqs = distinct_sequences(2, 95, 10, g)  # 100 exist: enumerated and shuffled
+    assert len(seqs) == len(set(seqs)) == 95 and all(len(s) == 2 and all(0 <= d < 10 for d in s) for s in seqs)
+    large = distinct_sequences(6, 300, 10, g)  # 10^6 exist: sampled
+    assert len(set(large)) == 300 and all(len(s) == 6 for s in large)
+    with pytest.raises(ValueError, match="cannot draw 11 distinct sequences of length 1: only 10 exist"):
+        distinct_sequences(1, 11, 10, g)
+
+
+def split_counts(split) -> dict[int, int]:
+    lengths, counts = split.lengths.unique(return_counts=True)
+    return dict(zip(lengths.tolist(), counts.tolist()))
 
 
 def test_dataset_shapes_and_ranges() -> None:
     data = make_copy_dataset(SMALL, seed=0)
     assert set(data) == {"train", "test", "test_long"}
+    counts = stratified_counts(SMALL.min_len, SMALL.max_len, SMALL.n_train, SMALL.n_test, SMALL.n_digits, 0.2)
+    assert counts == {1: (8, 2), 2: (60, 20), 3: (60, 20), 4: (60, 20), 5: (60, 20)}
     for name, n, width, lo, hi in [
-        ("train", SMALL.n_train, SMALL.context, SMALL.min_len, SMALL.max_len),
-        ("test", SMALL.n_test, SMALL.context, SMALL.min_len, SMALL.max_len),
-        ("test_long", SMALL.n_test_long, SMALL.long_context, SMALL.long_min_len, SMALL.long_max_len),
+        ("train", 248, SMALL.context, SMALL.min_len, SMALL.max_len),
+        ("test", 82, SMALL.context, SMALL.min_len, SMALL.max_len),
+        ("test_long", 52, SMALL.long_context, SMALL.long_min_len, SMALL.long_max_len),
     ]:
         split = data[name]
         assert split.inputs.shape == split.targets.shape == (n, width)
@@ -91,11 +100,36 @@ def test_dataset_shapes_and_ranges() -> None:
         assert_close(split.targets, rebuilt.targets, rtol=0, atol=0)  # every row is laid out as encode_examples does
 
 
+def test_every_length_is_held_out_in_equal_numbers_where_it_can_be() -> None:
+    """The review's case: training used up every sequence of lengths 1-2, so the test had none of them."""
+    quick = CopyTaskConfig(n_train=10000, n_test=1000, n_test_long=1000)  # the quick profile's sizes
+    data = make_copy_dataset(quick, seed=0)
+    train, test, long = (split_counts(data[s]) for s in ("train", "test", "test_long"))
+    assert set(test) == set(train) == set(range(1, 10))
+    assert test[1] == 2 and test[2] == 20 and test[3] == 112 and all(test[L] == 112 for L in range(3, 10))
+    assert train[1] == 8 and train[2] == 80 and all(train[L] == 1112 for L in range(4, 10))
+    assert set(long.values()) == {100}  # 1000 sequences over lengths 10-19
+    assert test[1] >= 1 and train[1] >= 1  # a length with ten sequences is still in both splits
+
+
+def test_batches_are_length_balanced() -> None:
+    from pelab.tasks.copy.data import CopyData
+    from pelab.tasks.copy.task import CopyTask
+
+    task = CopyTask()
+    cfg = task.config({"data": {"n_train": 300, "n_test": 50}, "train": {"batch_size": 4000}})
+    data = CopyData(make_copy_dataset(cfg.data, 0), {})
+    _, targets = task.batches(cfg, data, seed=0)(0)
+    lengths = ((targets == cfg.data.copy_token).int().argmax(dim=1))  # position of <copy> = length
+    counts = torch.bincount(lengths, minlength=10)[1:10].float()
+    assert counts.min() > 0.8 * counts.mean()  # each of the 9 lengths ~ 1/9 of the batch, length 1 included
+
+
 def test_test_split_is_disjoint_from_train() -> None:
     data = make_copy_dataset(SMALL, seed=1)
     train = {digits_of(data["train"], r) for r in range(len(data["train"]))}
     test = {digits_of(data["test"], r) for r in range(len(data["test"]))}
-    assert len(train) == SMALL.n_train and len(test) == SMALL.n_test  # no duplicates within a split
+    assert len(train) == len(data["train"]) and len(test) == len(data["test"])  # no duplicates within a split
     assert train.isdisjoint(test)
 
 

@@ -74,10 +74,6 @@ def project(repo_root, tmp_path_factory) -> Path:
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
-    # The shared data lives beside the checkout; keep the same relative path in the copy.
-    shared = repo_root.parent / "shared"
-    if shared.exists():
-        (dest.parent / "shared").symlink_to(shared)
     run(["git", "init", "-q"], dest)
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "copy"], dest)

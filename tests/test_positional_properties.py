@@ -311,3 +311,41 @@ def test_trailing_padding_keeps_every_output_finite(scheme: str) -> None:
         assert (layer["self"][1, :, :-3, -3:] == 0).all()  # real queries never attend to padding
     # padding is invisible to the real positions: same as running the unpadded sequence alone
     assert_close(out[1, :-3], unpadded[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "full"])
+def test_copy_t5_buckets_give_every_copy_offset_its_own_bucket(profile, repo_root):
+    """The copy task's offsets (output L+1+i reads input i: offset L+1 for L up to max_len) must not share a
+    bucket; T5's own 32/128 merged offsets 8-11, so it could not tell the copy offsets of lengths 7-9 apart."""
+    from pelab.analysis.t5_buckets import buckets, distinct_up_to
+    from pelab.compose import compose_params
+
+    cfg = compose_params(repo_root / "conf", [f"profile={profile}"])
+    t5, max_len = cfg["copy"]["positional"]["t5"], cfg["copy"]["data"]["max_len"]
+    offsets = list(range(-(max_len + 1), max_len + 2))
+    assert len(set(buckets(offsets, **t5))) == len(offsets)
+    assert distinct_up_to(**t5) >= max_len + 1
+    assert buckets([-8, -9, -10, -11], 32, 128) == [8, 8, 8, 8]  # T5's default: one bucket
+    assert distinct_up_to(32, 128) == 7
+
+
+@pytest.mark.parametrize("d_model", [64, 128, 512])
+def test_learned_rows_start_at_the_sinusoidal_row_norm_not_50x_weaker(d_model):
+    """Token rows enter scaled to norm ≈ √d; sinusoidal rows have norm √(d/2). The learned table's default
+    init starts at the sinusoidal norm; GPT-2's std 0.02 (option init=gpt2) starts ~35× below it."""
+    import math
+
+    from pelab.model.embedding import TokenEmbedding
+
+    torch.manual_seed(0)
+    learned = build_positional_encoding("learned", d_model=d_model, n_heads=4)
+    gpt2 = build_positional_encoding("learned", d_model=d_model, n_heads=4,
+                                     options={"max_positions": 128, "init": "gpt2"})
+    sinusoidal = sinusoidal_table(torch.arange(128), d_model).norm(dim=1).mean()
+    tokens = (TokenEmbedding(100, d_model).weight.detach() * math.sqrt(d_model)).norm(dim=1).mean()
+    ratio = float(learned.table.weight.detach().norm(dim=1).mean() / sinusoidal)
+    assert 0.9 < ratio < 1.1
+    assert 0.6 < float(sinusoidal / tokens) < 0.8  # √(1/2)
+    assert float(gpt2.table.weight.detach().norm(dim=1).mean() / sinusoidal) == pytest.approx(0.02 * math.sqrt(2), rel=0.1)
+    with pytest.raises(ValueError, match=r"unknown positional.learned.init 'xavier'; valid choices: sinusoidal_norm, gpt2"):
+        build_positional_encoding("learned", d_model=d_model, n_heads=4, options={"init": "xavier"})

@@ -16,6 +16,7 @@ import urllib.request
 
 import pandas as pd
 import pytest
+import yaml
 import sacrebleu
 import torch
 from nltk.translate.bleu_score import corpus_bleu
@@ -52,11 +53,9 @@ POSITIONAL = {"max_positions": 64}  # the learned table; other schemes take thei
 
 
 @pytest.fixture(scope="module")
-def multi30k_dir(shared_dir):
-    path = shared_dir / "data" / "multi30k"
-    if not (path / "SHA256SUMS").exists():
-        pytest.skip(f"shared Multi30k files not present at {path}")
-    return path
+def multi30k_dir(repo_root):
+    """The Multi30k fr/en files shipped with the repository (no network, no ../shared needed)."""
+    return repo_root / "corpora" / "multi30k"
 
 
 def tiny_model(scheme: str, seed: int = 0):
@@ -75,7 +74,21 @@ def random_source(batch: int = 3, length: int = 7, seed: int = 0) -> torch.Tenso
 # ---------------------------------------------------------------------------------------------
 
 
-def test_package_checksums_match_the_shared_sha256sums(multi30k_dir):
+def test_shipped_corpus_is_verified_and_a_prepare_dependency(multi30k_dir, repo_root):
+    """Every shipped file matches its SHA256SUMS line and the package's checksum; the corpus is a dvc.yaml
+    dependency of the prepare stages, so queued and temporary experiments see it."""
+    sums = dict(reversed(line.split()) for line in (multi30k_dir / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == {f"{s}.{lang}.gz" for s in multi30k.SPLITS for lang in ("fr", "en")}
+    for name, digest in sums.items():
+        assert multi30k.sha256_of(multi30k_dir / name) == digest == multi30k.SHA256[name]
+    assert "corpora" in yaml.safe_load((repo_root / "dvc.yaml").read_text())["stages"]["prepare"]["do"]["deps"]
+    assert "Terms" in (multi30k_dir / "README.md").read_text()
+
+
+def test_package_checksums_match_the_shared_sha256sums(shared_dir):
+    multi30k_dir = shared_dir / "data" / "multi30k"
+    if not (multi30k_dir / "SHA256SUMS").exists():
+        pytest.skip(f"shared Multi30k files not present at {multi30k_dir}")
     published = dict(reversed(line.split()) for line in (multi30k_dir / "SHA256SUMS").read_text().splitlines())
     for name, digest in multi30k.SHA256.items():
         assert published[name] == digest, name

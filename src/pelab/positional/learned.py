@@ -1,9 +1,16 @@
 """``learned``: a trainable table of absolute position vectors added to the embeddings
 (Gehring et al. 2017, https://arxiv.org/abs/1705.03122; BERT/GPT-2). It cannot encode positions
-beyond ``max_positions``: asking for them is an error, as in nanoGPT's block-size check."""
+beyond ``max_positions``: asking for them is an error, as in nanoGPT's block-size check.
+
+Initial scale (option ``init``). Token embeddings enter the model scaled by √d (Vaswani et al. 2017, §3.4), so
+a token row has norm ≈ √d, and a sinusoidal row has norm √(d/2) exactly. GPT-2/BERT's std 0.02 would give a
+learned row norm 0.02·√d (≈ 0.23 at d = 128): about 50× weaker than the tokens and 35× weaker than the
+sinusoidal table it is compared with. The default ``sinusoidal_norm`` draws N(0, 1/2) entries, so a row
+starts with norm ≈ √(d/2), like the sinusoidal rows; ``gpt2`` keeps std 0.02 (the report shows both)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -11,26 +18,33 @@ from torch import nn
 
 from pelab.positional.base import PositionalEncoding
 
-INIT_STD = 0.02  # GPT-2 / BERT initialisation of position tables
+INIT_STDS = {
+    "sinusoidal_norm": math.sqrt(0.5),  # E‖row‖² = d/2: a sinusoidal row's norm
+    "gpt2": 0.02,  # GPT-2 / BERT initialisation of position tables
+}
 
 
 @dataclass(frozen=True)
 class LearnedOptions:
     max_positions: int = 128  # rows of the table: >= every length the scheme is evaluated on
+    init: str = "sinusoidal_norm"  # initial scale of the rows: sinusoidal_norm | gpt2
 
     def __post_init__(self) -> None:
         if self.max_positions < 1:
             raise ValueError(f"positional.learned.max_positions must be >= 1, got {self.max_positions}")
+        if self.init not in INIT_STDS:
+            raise ValueError(f"unknown positional.learned.init {self.init!r}; valid choices: {', '.join(INIT_STDS)}")
 
 
 class LearnedPositionalEncoding(PositionalEncoding):
     Options = LearnedOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int = 128) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int = 128,
+                 init: str = "sinusoidal_norm") -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.max_positions = max_positions
         self.table = nn.Embedding(max_positions, d_model)  # (P, D)
-        nn.init.normal_(self.table.weight, std=INIT_STD)
+        nn.init.normal_(self.table.weight, std=INIT_STDS[init])
 
     def check_length(self, length: int) -> None:
         if length > self.max_positions:

@@ -14,7 +14,8 @@ class CopyDataConfig:
     """``d1 … dL <copy> pad…`` -> ``d1 … dL <copy> d1 … dL pad…`` in one encoder pass.
 
     One dataset (drawn with ``seed``) serves every scheme and every training seed, so runs pair by seed
-    and by test example; the training seeds vary the initial weights and the batch order.
+    and by test example; the training seeds vary the initial weights and the batch order. Both splits are
+    stratified by length (``data.generate.make_copy_dataset``).
     """
 
     n_digits: int = 10  # symbols 0..n_digits-1
@@ -28,6 +29,7 @@ class CopyDataConfig:
     n_test: int = 1000
     n_test_long: int = 1000
     seed: int = 0  # the data seed (not a training seed)
+    holdout_share: float = 0.2  # of a short length's sequences held out when it cannot fill its test quota
 
     def __post_init__(self) -> None:
         if self.n_digits < 2:
@@ -48,6 +50,8 @@ class CopyDataConfig:
                 f"copy.data.long_max_len={self.long_max_len} does not fit long_context={self.long_context}; use "
                 f"long_max_len <= {(self.long_context - 1) // 2} or long_context >= {2 * self.long_max_len + 1}"
             )
+        if not 0.0 < self.holdout_share < 1.0:
+            raise ValueError(f"copy.data.holdout_share must be in (0, 1), got {self.holdout_share}")
         for name in ("n_train", "n_test", "n_test_long"):
             if getattr(self, name) < 1:
                 raise ValueError(f"copy.data.{name} must be >= 1, got {getattr(self, name)}")

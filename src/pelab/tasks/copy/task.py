@@ -69,11 +69,18 @@ class CopyTask(Task):
         return build_copy_model(scheme, int(info["vocab_size"]), model_cfg, options, seed)
 
     def batches(self, cfg: TaskConfig, data: CopyData, seed: int) -> Callable[[int], Batch]:
+        """Length-balanced batches: each example picks a length uniformly, then one of its training sequences
+        (short lengths have few distinct sequences, which therefore recur more often)."""
         train, order = data["train"], torch.Generator().manual_seed(seed)
+        by_length = train.lengths.argsort(stable=True)  # (N,) indices grouped by length
+        _, sizes = train.lengths.unique(sorted=True, return_counts=True)  # (K,)
+        starts = sizes.cumsum(0) - sizes  # (K,)
         batch_size = cfg.train.batch_size
 
         def next_batch(step: int) -> Batch:
-            idx = torch.randint(0, len(train), (batch_size,), generator=order)
+            which = torch.randint(0, len(sizes), (batch_size,), generator=order)  # (B,) a length each
+            within = (torch.rand(batch_size, generator=order) * sizes[which]).long()  # (B,)
+            idx = by_length[starts[which] + within]
             return train.inputs[idx], train.targets[idx]
 
         return next_batch

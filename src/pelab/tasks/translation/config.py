@@ -14,8 +14,9 @@ class TranslationDataConfig:
     """Where the raw corpus comes from and how the prepare stage tokenizes and filters it."""
 
     corpus: str = "multi30k"  # multi30k | iwslt2017 (HF datasets, needs the network the first time)
-    search_dirs: tuple[str, ...] = ("data/raw/multi30k",)  # first dir holding the files wins; downloads go to the first
-    download: bool = True  # fetch missing files (checksum-verified); tests and the smoke profile never do
+    search_dirs: tuple[str, ...] = ("corpora/multi30k", "data/raw/multi30k")  # the first dir holding a file wins
+    download: bool = False  # fetch files missing from search_dirs (checksum-verified) into download_dir
+    download_dir: str = "data/raw/multi30k"
     vocab_size: int = 8000  # joint fr+en BPE vocabulary, special tokens included
     min_frequency: int = 2  # a BPE merge needs at least this many occurrences
     max_tokens: int = 100  # train/val pairs with more subword tokens on either side are dropped

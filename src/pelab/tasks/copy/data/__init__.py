@@ -18,12 +18,13 @@ from pelab.tasks.copy.data.generate import (
     encode_examples,
     load_copy_dataset,
     make_copy_dataset,
-    sample_unique_sequences,
+    distinct_sequences,
+    stratified_counts,
     save_copy_dataset,
 )
 
-__all__ = ["CopyData", "CopySplit", "encode_examples", "load", "make_copy_dataset", "prepare",
-           "sample_unique_sequences"]
+__all__ = ["CopyData", "CopySplit", "distinct_sequences", "encode_examples", "load", "make_copy_dataset", "prepare",
+           "stratified_counts"]
 
 
 @dataclass(frozen=True)

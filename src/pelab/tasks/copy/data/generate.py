@@ -7,6 +7,7 @@ positions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -46,48 +47,68 @@ def encode_examples(sequences: list[tuple[int, ...]], context: int, task: CopyDa
     return CopySplit(inputs, targets, lengths)
 
 
-def sample_unique_sequences(
-    n: int,
-    min_len: int,
-    max_len: int,
-    n_digits: int,
-    generator: torch.Generator,
-    exclude: set[tuple[int, ...]] = frozenset(),
-) -> list[tuple[int, ...]]:
-    """Draw ``n`` distinct digit sequences, length uniform in [min_len, max_len], none in ``exclude``.
-
-    Short lengths have few distinct sequences (n_digits**L), so duplicates are redrawn and the
-    final mix leans towards longer sequences once the short ones are used up.
-    """
-    capacity = sum(n_digits**length for length in range(min_len, max_len + 1)) - len(exclude)
+def distinct_sequences(length: int, n: int, n_digits: int, generator: torch.Generator) -> list[tuple[int, ...]]:
+    """``n`` distinct digit sequences of one length, in random order: small spaces are enumerated and shuffled,
+    large ones sampled with rejection of repeats."""
+    capacity = n_digits**length
     if n > capacity:
-        raise ValueError(f"cannot draw {n} distinct sequences of length {min_len}..{max_len}: only {capacity} exist")
+        raise ValueError(f"cannot draw {n} distinct sequences of length {length}: only {capacity} exist")
+    if capacity <= 100_000:
+        codes = torch.randperm(capacity, generator=generator)[:n].tolist()
+        return [tuple((code // n_digits**i) % n_digits for i in reversed(range(length))) for code in codes]
     seen: set[tuple[int, ...]] = set()
     out: list[tuple[int, ...]] = []
-    attempts = 0
     while len(out) < n:
-        attempts += 1
-        if attempts > 100 * n + 1000:
-            raise ValueError(f"could not draw {n} distinct sequences of length {min_len}..{max_len}; lower the count")
-        length = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
         seq = tuple(torch.randint(0, n_digits, (length,), generator=generator).tolist())
-        if seq in seen or seq in exclude:
-            continue
-        seen.add(seq)
-        out.append(seq)
+        if seq not in seen:
+            seen.add(seq)
+            out.append(seq)
     return out
 
 
+def stratified_counts(min_len: int, max_len: int, n_train: int, n_test: int, n_digits: int,
+                      holdout_share: float) -> dict[int, tuple[int, int]]:
+    """{length: (train, test)}: each length asks for an equal share of both splits; a short length that has
+    too few distinct sequences holds ``holdout_share`` of them out (at least one) and trains on the rest."""
+    k = max_len - min_len + 1
+    counts = {}
+    for length in range(min_len, max_len + 1):
+        capacity = n_digits**length
+        test = min(math.ceil(n_test / k), max(1, math.floor(holdout_share * capacity)))
+        train = min(math.ceil(n_train / k), capacity - test)
+        if train < 1:
+            raise ValueError(f"copy.data: length {length} has {capacity} sequences, too few to hold {test} out and "
+                             f"train on the rest; raise n_digits or min_len")
+        counts[length] = (train, test)
+    return counts
+
+
 def make_copy_dataset(task: CopyDataConfig) -> dict[str, CopySplit]:
-    """Train, held-out test (no sequence seen in training) and longer-than-training test, drawn with ``task.seed``."""
+    """Train, held-out test and longer-than-training test, drawn with ``task.seed``.
+
+    Stratified by length: every length of the training range is in both splits in equal numbers where it has
+    enough distinct sequences (``stratified_counts``), and no test sequence occurs in training. The longer
+    test has an equal share per length too. Each split is shuffled.
+    """
     generator = torch.Generator().manual_seed(task.seed)
-    train = sample_unique_sequences(task.n_train, task.min_len, task.max_len, task.n_digits, generator)
-    test = sample_unique_sequences(task.n_test, task.min_len, task.max_len, task.n_digits, generator, exclude=set(train))
-    long = sample_unique_sequences(task.n_test_long, task.long_min_len, task.long_max_len, task.n_digits, generator)
+    train, test = [], []
+    counts = stratified_counts(task.min_len, task.max_len, task.n_train, task.n_test, task.n_digits,
+                               task.holdout_share)
+    for length, (n_train, n_test) in counts.items():
+        sequences = distinct_sequences(length, n_train + n_test, task.n_digits, generator)
+        test += sequences[:n_test]
+        train += sequences[n_test:]
+    k_long = task.long_max_len - task.long_min_len + 1
+    long = [seq for length in range(task.long_min_len, task.long_max_len + 1)
+            for seq in distinct_sequences(length, math.ceil(task.n_test_long / k_long), task.n_digits, generator)]
+
+    def shuffled(items: list) -> list:
+        return [items[i] for i in torch.randperm(len(items), generator=generator).tolist()]
+
     return {
-        "train": encode_examples(train, task.context, task),
-        "test": encode_examples(test, task.context, task),
-        "test_long": encode_examples(long, task.long_context, task),
+        "train": encode_examples(shuffled(train), task.context, task),
+        "test": encode_examples(shuffled(test), task.context, task),
+        "test_long": encode_examples(shuffled(long), task.long_context, task),
     }
 
 

@@ -24,7 +24,7 @@ class ParallelCorpus:
 
 
 def _multi30k(data: TranslationDataConfig) -> ParallelCorpus:
-    splits, checksums = multi30k.load_multi30k(data.search_dirs, allow_download=data.download)
+    splits, checksums = multi30k.load_multi30k(data.search_dirs, allow_download=data.download, download_dir=data.download_dir)
     return ParallelCorpus(splits, multi30k.EVAL_SPLITS, {"source": multi30k.BASE_URL, "sha256": checksums})
 
 

@@ -89,8 +89,10 @@ def download(name: str, dest_dir: Path, timeout: float = 60.0) -> Path:
     return final
 
 
-def locate(name: str, search_dirs: Sequence[str | Path], allow_download: bool) -> Path:
-    """The verified file ``name``: the first copy in ``search_dirs``, else downloaded into the first dir."""
+def locate(name: str, search_dirs: Sequence[str | Path], allow_download: bool,
+           download_dir: str | Path | None = None) -> Path:
+    """The verified file ``name``: the first copy in ``search_dirs``, else downloaded into ``download_dir``
+    (default: the first of ``search_dirs``)."""
     dirs = [Path(d) for d in search_dirs]
     for directory in dirs:
         candidate = directory / name
@@ -101,10 +103,11 @@ def locate(name: str, search_dirs: Sequence[str | Path], allow_download: bool) -
     if not allow_download:
         raise FileNotFoundError(
             f"Multi30k file {name} not found in {searched} and downloading is off "
-            "(translation.data.download: false); copy the raw files into one of these directories"
+            "(translation.data.download: false); copy the raw files into one of these directories or set "
+            "translation.data.download: true"
         )
     try:
-        return download(name, dirs[0])
+        return download(name, Path(download_dir) if download_dir is not None else dirs[0])
     except (urllib.error.URLError, OSError) as err:
         raise FileNotFoundError(
             f"Multi30k file {name} not found in {searched}, and downloading {BASE_URL}/{name} failed ({err}); "
@@ -119,7 +122,8 @@ def read_lines(path: Path) -> list[str]:
 
 
 def load_multi30k(
-    search_dirs: Sequence[str | Path], *, allow_download: bool = True, splits: Sequence[str] = tuple(SPLITS)
+    search_dirs: Sequence[str | Path], *, allow_download: bool = True, splits: Sequence[str] = tuple(SPLITS),
+    download_dir: str | Path | None = None,
 ) -> tuple[dict[str, dict[str, list[str]]], dict[str, str]]:
     """Read the fr/en sentences of ``splits``.
 
@@ -133,7 +137,7 @@ def load_multi30k(
             raise ValueError(f"unknown Multi30k split {split!r}; valid choices: {', '.join(SPLITS)}")
         columns = {}
         for lang in LANGUAGES:
-            path = locate(file_name(split, lang), search_dirs, allow_download)
+            path = locate(file_name(split, lang), search_dirs, allow_download, download_dir)
             checksums[path.name] = SHA256[path.name]
             columns[lang] = read_lines(path)
         if len(columns["fr"]) != len(columns["en"]):
