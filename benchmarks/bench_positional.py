@@ -20,11 +20,10 @@ import click
 import torch
 import torch.nn.functional as F
 
-from pelab.positional import scheme_options
+from pelab.positional import scheme_names, scheme_options
+from pelab.positional.functional import rope_angles, rope_rotate, rope_rotation_matrices
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
-from pelab.positional import scheme_names
-from pelab.positional.functional import rope_angles, rope_rotate, rope_rotation_matrices
 from pelab.training.loop import autocast
 
 

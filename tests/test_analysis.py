@@ -11,11 +11,11 @@ import torch
 from torch.testing import assert_close
 
 from pelab.analysis import attention, distance_decay, learned_table, norms, shift_property, similarity
+from pelab.positional.functional import sinusoidal_table
+from pelab.report.anchors import ANCHORS, anchors_table
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
-from pelab.positional.functional import sinusoidal_table
-from pelab.report.anchors import ANCHORS, anchors_table
 
 WAYS = shift_property.SHIFT_WAYS
 TASK = CopyTaskConfig(context=20, long_context=40)
@@ -233,7 +233,7 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     import pandas as pd
     from conftest import smoke_params
 
-    from pelab.report import analysis_section
+    from pelab.report.sections import translation_analyses
     from pelab.report.context import ReportContext
     from pelab.tasks.translation.config import Seq2SeqConfig
     from pelab.tasks.translation.model import build_seq2seq_model
@@ -260,14 +260,14 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     ctx = ReportContext(params, records, curves, tmp_path / "runs", None, None, tmp_path / "figures")
     ctx.translation_data = TinyCorpus()
     ctx.figures_dir.mkdir()
-    lines = analysis_section.translation_analyses(ctx)
+    lines = translation_analyses.section(ctx)
     text = "\n".join(lines)
     assert "encoder self, within ±1" in text and "`rope`" in text
     for name in ("translation_pe_tables.png", "translation_learned_mds.png", "translation_attention_learned.png",
                  "translation_attention_rope.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
     empty = ReportContext(params, records, curves, tmp_path / "nothing", None, None, tmp_path / "figures")
-    assert analysis_section.translation_analyses(empty) == []
+    assert translation_analyses.section(empty) == []
 
 
 def test_local_mass() -> None:

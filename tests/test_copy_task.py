@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 from torch.testing import assert_close
 
-from dataclasses import replace
-
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.data.generate import (
+    distinct_sequences,
     encode_examples,
     load_copy_dataset,
-    make_copy_dataset as _make,
-    distinct_sequences,
-    stratified_counts,
     save_copy_dataset,
+    stratified_counts,
+)
+from pelab.tasks.copy.data.generate import (
+    make_copy_dataset as _make,
 )
 from pelab.tasks.copy.evaluate import copy_metrics
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-
 from conftest import smoke_raw
 
 from pelab.cli import main

@@ -6,8 +6,8 @@ import yaml
 
 from pelab.compose import compose_params
 from pelab.config import load_params
-from pelab.tasks.copy.config import CopyDataConfig
 from pelab.positional import scheme_names
+from pelab.tasks.copy.config import CopyDataConfig
 
 
 def test_params_yaml_is_a_composition_of_conf(repo_root):

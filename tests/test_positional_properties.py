@@ -10,10 +10,10 @@ from torch.testing import assert_close
 
 from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.model.blocks import Encoder
-from pelab.tasks.copy.config import ModelConfig
-from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 from pelab.positional import build_positional_encoding, scheme_names
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
+from pelab.tasks.copy.config import ModelConfig
+from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
 SCHEMES = scheme_names()
 RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5"]

@@ -5,10 +5,9 @@ Nothing here touches the network: downloads go through a monkeypatched ``urlopen
 
 from __future__ import annotations
 
-import math
-
 import gzip
 import io as _io
+import math
 import re
 import shutil
 import urllib.error
@@ -16,9 +15,9 @@ import urllib.request
 
 import pandas as pd
 import pytest
-import yaml
 import sacrebleu
 import torch
+import yaml
 from nltk.translate.bleu_score import corpus_bleu
 from torch.testing import assert_close
 
@@ -27,12 +26,6 @@ from pelab.positional import scheme_names
 from pelab.positional.none import NoPositionalEncoding
 from pelab.tasks.translation import bleu
 from pelab.tasks.translation.config import DecodeConfig, Seq2SeqConfig, TranslationDataConfig
-from pelab.tasks.translation.data import iwslt, multi30k
-from pelab.tasks.translation.data.corpora import corpus_names, load_corpus
-from pelab.tasks.translation.decoding import beam_search, greedy_decode, max_lengths, translate
-from pelab.tasks.translation.evaluate import bucket_labels, bucket_of
-from pelab.tasks.translation.model import build_seq2seq_model
-from pelab.tasks.translation.task import BucketedBatches
 from pelab.tasks.translation.data import (
     BOS_ID,
     EOS_ID,
@@ -41,10 +34,17 @@ from pelab.tasks.translation.data import (
     UNK_ID,
     decode,
     encode,
+    iwslt,
     load_prepared,
+    multi30k,
     prepare_translation_data,
     train_tokenizer,
 )
+from pelab.tasks.translation.data.corpora import corpus_names, load_corpus
+from pelab.tasks.translation.decoding import beam_search, greedy_decode, max_lengths, translate
+from pelab.tasks.translation.evaluate import bucket_labels, bucket_of
+from pelab.tasks.translation.model import build_seq2seq_model
+from pelab.tasks.translation.task import BucketedBatches
 
 SCHEMES = scheme_names()
 VOCAB = 40
@@ -564,12 +564,12 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     import subprocess
 
     import yaml
+    from pelab.report.sections.translation import section as translation_section
 
     from pelab.aggregate import aggregate
     from pelab.compose import compose_params
     from pelab.config import load_params
     from pelab.report.context import ReportContext
-    from pelab.report.translation_section import translation_section
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run
     from pelab.tasks import get_task

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
-from pelab.tasks.copy.model import CopyTransformer
 from pelab.tasks.copy.data import encode_examples
+from pelab.tasks.copy.model import CopyTransformer
 
 EXAMPLE_DIGITS = (7, 1, 8, 2)
 

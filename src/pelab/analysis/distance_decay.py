@@ -15,8 +15,8 @@ import math
 import torch
 
 from pelab.analysis.norms import diagonal_spread
-from pelab.tasks.copy.model import CopyTransformer
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
+from pelab.tasks.copy.model import CopyTransformer
 
 
 def offsets(max_offset: int) -> torch.Tensor:

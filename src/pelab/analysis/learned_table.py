@@ -85,3 +85,12 @@ def distance_offset_correlation(table: torch.Tensor) -> float:
     distances = pairwise_distances(table)
     i, j = np.triu_indices(distances.shape[0], k=1)
     return float(spearmanr(j - i, distances[i, j]).statistic)
+
+
+def offset_distance_curve(table: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """‖PE(i) − PE(j)‖ by offset |i − j| = 1..P−1: offsets, and the mean, min and max over pairs."""
+    distances = pairwise_distances(table)
+    offsets = np.arange(1, distances.shape[0])
+    diagonals = [np.diagonal(distances, int(d)) for d in offsets]
+    return (offsets, np.array([d.mean() for d in diagonals]), np.array([d.min() for d in diagonals]),
+            np.array([d.max() for d in diagonals]))

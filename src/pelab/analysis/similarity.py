@@ -19,3 +19,8 @@ def mean_by_offset(matrix: torch.Tensor, max_offset: int | None = None) -> torch
     p = matrix.shape[0]
     max_offset = p - 1 if max_offset is None else min(max_offset, p - 1)
     return torch.stack([matrix.diagonal(delta).mean() for delta in range(max_offset + 1)])
+
+
+def neighbour_cosine(cosine: torch.Tensor) -> float:
+    """Mean cosine similarity of neighbouring positions (offset 1) from a (P, P) cosine matrix."""
+    return float(mean_by_offset(cosine, 1)[1])

@@ -142,14 +142,20 @@ FIVE_SEEDS = (
 )
 
 
-def cost_table(records: pd.DataFrame, task: str, schemes: list[str], device: str) -> str:
-    header = ["scheme", "params (no position table)", "params (total)", "train time / run (s)", "tokens/s",
+def cost_table(records: pd.DataFrame, task: str, schemes: list[str], devices: dict[str, str] | str) -> str:
+    """Parameters, time, throughput and peak memory per scheme, with the device each scheme trained on (one
+    process per run: on CPU the peak is that run's resident set, on CUDA the allocator's peak)."""
+    if isinstance(devices, str):
+        devices = {s: devices for s in schemes}
+    header = ["scheme", "device", "params (no position table)", "params (total)", "train time / run (s)", "tokens/s",
               "peak memory (MB)"]
     rows = []
     for scheme in schemes:
         def mean(metric: str) -> float:
             return summarize(seed_values(records, task, scheme, "train", metric))["mean"]
 
-        rows.append([f"`{scheme}`", f"{mean('params_without_positional'):,.0f}", f"{mean('params_total'):,.0f}",
+        rows.append([f"`{scheme}`", devices.get(scheme, "?"), f"{mean('params_without_positional'):,.0f}",
+                     f"{mean('params_total'):,.0f}",
                      f"{mean('wall_time_s'):.1f}", f"{mean('tokens_per_s'):,.0f}", f"{mean('peak_memory_mb'):.0f}"])
-    return markdown_table(header, rows) + f"\n\nDevice: {device}. Times are means over seeds."
+    return markdown_table(header, rows) + ("\n\nTimes are means over seeds, training only (validation excluded); "
+                                           "evaluation ran on the same device as training.")

@@ -3,14 +3,13 @@ BLEU by source length, loss curves, example translations, cost, and the baseline
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from pelab import io
 from pelab.analysis.bleu_significance import RESAMPLES, paired_bootstrap, read_lines
-from pelab.report.context import ReportContext
 from pelab.report import translation_figures
+from pelab.report.context import ReportContext
+from pelab.report.sections.copy import choices
 from pelab.report.tables import (
     comparison_table,
     cost_table,
@@ -23,6 +22,7 @@ from pelab.report.tables import (
 from pelab.stats import format_mean_sd, summarize
 
 TASK = "translation"
+BLEU_BY_LENGTH, LOSS = "translation_bleu_by_length.png", "translation_loss_curves.png"
 
 # The reference report's NLTK "BLEU-4" (IWSLT2017 fr-en, best of three runs, raw strings -> character n-grams).
 REFERENCE_NLTK = {"sinusoidal": 0.3187, "learned": 0.3717, "rope": 0.5594}
@@ -162,7 +162,7 @@ def _decode_cost(records: pd.DataFrame, schemes: list[str], split: str, sentence
     return markdown_table(header, rows)
 
 
-def translation_section(ctx: ReportContext) -> list[str]:
+def section(ctx: ReportContext) -> list[str]:
     """Markdown lines of the translation section (empty if there are no translation records); writes its
     figures into ``ctx.figures_dir``."""
     if not ctx.has_task(TASK):
@@ -180,10 +180,9 @@ def translation_section(ctx: ReportContext) -> list[str]:
     run_meta = ctx.run_meta(TASK, schemes[0], seeds[0])
     stats, vocab = run_meta["cost"], run_meta["info"].get("vocab_size", "?")
 
-    fig = ctx.link
     figures = ctx.figures_dir
-    translation_figures.bleu_by_length(records, schemes, splits, buckets, figures / "translation_bleu_by_length.png")
-    translation_figures.loss_curves(curves, schemes, figures / "translation_loss_curves.png")
+    translation_figures.bleu_by_length(records, schemes, splits, buckets, figures / BLEU_BY_LENGTH)
+    translation_figures.loss_curves(curves, schemes, figures / LOSS)
 
     columns = [(first, "bleu_beam", f"BLEU {first}, beam"), (first, "chrf_beam", "chrF, beam"),
                (first, "bleu_greedy", "BLEU, greedy")]
@@ -209,6 +208,7 @@ def translation_section(ctx: ReportContext) -> list[str]:
         f"checkpoint is evaluated. Decoding: greedy, and beam search (beam {d.beam_size}, length penalty "
         f"{d.length_penalty:g}) on {beam_scope}; at most ⌈{d.max_len_a:g}·|source| + {d.max_len_b}⌉ tokens.",
         "",
+        *choices(ctx, TASK, cfg.data.max_tokens),
         "**Positions in the three attentions.** Encoder self-attention uses the scheme (bidirectional form), "
         "decoder self-attention a second instance in its causal form (own learned/T5 tables). Cross-attention "
         "uses no positional scheme: its queries (target positions) and keys (source positions) belong to different "
@@ -232,9 +232,9 @@ def translation_section(ctx: ReportContext) -> list[str]:
         "",
         difference_matrix(records, TASK, schemes, first, "bleu_beam", digits=2),
         "",
-        f"![BLEU by source length]({fig}/translation_bleu_by_length.png)",
+        ctx.image("BLEU by source length", BLEU_BY_LENGTH),
         "",
-        f"![translation loss curves]({fig}/translation_loss_curves.png)",
+        ctx.image("translation loss curves", LOSS),
         "",
         *_paired_bootstrap(ctx, schemes, first),
         "### NLTK BLEU and the reference report",
@@ -259,7 +259,7 @@ def translation_section(ctx: ReportContext) -> list[str]:
     lines += [
         "### Cost",
         "",
-        cost_table(records, TASK, schemes, stats.get("device", "unknown")),
+        cost_table(records, TASK, schemes, {s: ctx.run_meta(TASK, s, seeds[0])["cost"]["device"] for s in schemes}),
         "",
         f"Decoding time per run on {first}:",
         "",

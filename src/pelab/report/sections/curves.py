@@ -1,0 +1,44 @@
+"""Analysis 9: training and held-out loss curves of the copy task."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pelab.report import analysis_figures as figures
+from pelab.report.context import ReportContext
+from pelab.report.sections._shared import mean_sd_sci
+from pelab.stats import summarize
+
+
+def _histories(ctx: ReportContext) -> pd.DataFrame:
+    return ctx.curves[ctx.curves["task"] == "copy"]
+
+
+def section(ctx: ReportContext) -> list[str]:
+    lines = ["### Training and held-out curves", ""]
+    plots = ("`dvc plots show` and `dvc plots diff main <experiment>` overlay the per-scheme means of "
+             "`reports/plots/copy_train_loss.csv` and `copy_val_loss.csv` with the `overlay_schemes` template "
+             "(colour = scheme, dash = revision).")
+    histories = _histories(ctx)
+    last = histories[histories["step"] == histories["step"].max()]
+    logged = [s for s in ctx.schemes if "val_loss" in last and last[last["pe"] == s]["val_loss"].notna().all()]
+    if not logged:
+        return lines + ["These runs logged no held-out loss (trained before `val_loss` was recorded); the training "
+                        "loss is the figure in the copy section. " + plots, ""]
+    figures.loss_curves(histories, ctx.schemes, ctx.figure("copy_loss_curves.png"))
+    final = {s: last[last["pe"] == s].sort_values("seed") for s in logged}
+    val = {s: summarize(f["val_loss"].tolist()) for s, f in final.items()}
+    gap = {s: summarize((f["val_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
+    best, worst = min(val, key=lambda s: val[s]["mean"]), max(val, key=lambda s: val[s]["mean"])
+    widest = max(gap, key=gap.get)
+    reading = (
+        f"Mean over seeds, band = min–max. At the last step (step {int(last['step'].max())}) the held-out loss is "
+        f"lowest for `{best}` ({mean_sd_sci(val[best])}) and highest for `{worst}` ({mean_sd_sci(val[worst])}); "
+        f"the largest gap between held-out and training loss is `{widest}`'s ({gap[widest]:+.1e}). The training "
+        "loss is the mean over the last logged steps' batches, the held-out loss is on the first 256 sequences of the test "
+        "split, which no choice in training depends on. "
+        + ("" if len(logged) == len(ctx.schemes) else
+           f"Runs of {', '.join(f'`{s}`' for s in ctx.schemes if s not in logged)} logged no held-out loss. ")
+        + plots
+    )
+    return lines + [reading, "", ctx.image("training and held-out loss", "copy_loss_curves.png"), ""]

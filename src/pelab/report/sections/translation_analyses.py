@@ -1,0 +1,102 @@
+"""Analyses 2, 4 and 8 on the translation encoder-decoders: position tables, MDS, attention maps."""
+
+from __future__ import annotations
+
+import torch
+
+from pelab.analysis import attention, learned_table
+from pelab.positional.functional import sinusoidal_table
+from pelab.report import analysis_figures as figures
+from pelab.report.context import ReportContext
+from pelab.report.sections._shared import (
+    over_seeds,
+    sinusoidal_base,
+)
+from pelab.report.tables import markdown_table
+from pelab.tasks.translation.data import BOS_ID
+
+
+def translation_schemes(ctx: ReportContext, seed: int) -> list[str]:
+    """The schemes with a trained translation model for ``seed``."""
+    return [s for s in ctx.schemes if "translation" in ctx.params.tasks and ctx.has_run("translation", s, seed)]
+
+
+def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
+    lines = ["### Translation: position tables and MDS of the trained learned tables", ""]
+    if "learned" not in schemes:
+        return lines + ["`learned` has no trained translation model in this run.", ""]
+    cfg = ctx.cfg("translation")
+    rows = min(cfg.data.max_tokens + 1, cfg.options("learned").max_positions)
+    model = ctx.model("translation", "learned", ctx.seed)
+    encoder, decoder = (pe.table.weight[:rows].detach().double() for pe in (model.encoder.pe, model.decoder.pe))
+    sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model,
+                                  sinusoidal_base(ctx))
+    figures.position_tables({"sinusoidal": sinusoidal.numpy(), f"learned, encoder (seed {ctx.seed})": encoder.numpy(),
+                             f"learned, decoder (seed {ctx.seed})": decoder.numpy()},
+                            ctx.figure("translation_pe_tables.png"))
+    coords, stress = learned_table.mds_2d(encoder, seed=ctx.seed)
+    figures.mds_and_distances(coords, {"encoder": learned_table.offset_distance_curve(encoder),
+                                       "decoder": learned_table.offset_distance_curve(decoder)},
+                              ctx.figure("translation_learned_mds.png"))
+    rho = {"encoder": [], "decoder": []}
+    for seed in ctx.seeds:
+        if "learned" in translation_schemes(ctx, seed):
+            m = ctx.model("translation", "learned", seed)
+            rho["encoder"].append(learned_table.distance_offset_correlation(m.encoder.pe.table.weight[:rows].detach()))
+            rho["decoder"].append(learned_table.distance_offset_correlation(m.decoder.pe.table.weight[:rows].detach()))
+    reading = (
+        f"Rows 0–{rows - 1} (sentences of up to {cfg.data.max_tokens} subword tokens). Spearman ρ between |i − j| "
+        f"and ‖PE(i) − PE(j)‖: encoder {over_seeds(rho['encoder'], 2)}, "
+        f"decoder {over_seeds(rho['decoder'], 2)}. "
+        f"The MDS map (encoder table, seed {ctx.seed}) has Kruskal stress {stress:.2f}."
+    )
+    return lines + [reading, "", ctx.image("translation position tables", "translation_pe_tables.png"), "",
+                    ctx.image("MDS of the translation learned table", "translation_learned_mds.png"), ""]
+
+
+def _translation_attention(ctx: ReportContext, schemes: list[str], data) -> list[str]:
+    lines = ["### Translation: encoder self, decoder self and cross attention on one sentence", ""]
+    split = data.eval_splits[0]
+    index = (ctx.cfg("translation").eval.examples or (0,))[0]
+    src = torch.tensor(data.ids(split, "src_ids")[index])
+    tgt_in = torch.tensor([BOS_ID, *data.ids(split, "tgt_ids")[index]])
+    src_labels = [data.tokenizer.id_to_token(int(i)) for i in src]
+    tgt_labels = [data.tokenizer.id_to_token(int(i)) for i in tgt_in]
+    rows, images = [], []
+    for scheme in schemes:
+        local = {"encoder self": [], "decoder self": []}
+        for seed in ctx.seeds:
+            if scheme not in translation_schemes(ctx, seed):
+                continue
+            maps = attention.seq2seq_attention_maps(ctx.model("translation", scheme, seed), src, tgt_in)
+            for kind in local:
+                local[kind].append(float(attention.local_mass(maps[kind]).mean()))
+            if seed == ctx.seed:
+                name = f"translation_attention_{scheme}.png"
+                figures.seq2seq_attention({k: v.numpy() for k, v in maps.items()}, src_labels, tgt_labels,
+                                          f"{scheme} (seed {seed}), {split} sentence {index}, teacher-forced reference",
+                                          ctx.figure(name))
+                images += [ctx.image(f"translation attention, {scheme}", name), ""]
+        rows.append([f"`{scheme}`", over_seeds(local["encoder self"], 2), over_seeds(local["decoder self"], 2)])
+    reading = (
+        f"Source: “{data.text(split, 'fr')[index]}”; the decoder reads the reference "
+        f"“{data.text(split, 'en')[index]}” "
+        "(teacher forcing). Attention weight within one position of the query (mean over layers, heads and "
+        "queries; the C05 report's “concentrated on the diagonal”):"
+    )
+    header = ["scheme", "encoder self, within ±1", "decoder self, within ±1"]
+    return lines + [reading, "", markdown_table(header, rows), ""] + images
+
+
+def section(ctx: ReportContext) -> list[str]:
+    """The translation report's analyses on this pipeline's translation models; nothing if none were trained.
+
+    The prepared corpus supplies the example sentence of the attention maps (encoder self, decoder self, cross).
+    """
+    schemes = translation_schemes(ctx, ctx.seed)
+    if not schemes:
+        return []
+    lines = _translation_tables(ctx, schemes)
+    if ctx.translation_data is None:
+        return lines + ["Translation attention maps need the prepared corpus (its tokenizer); none was given.", ""]
+    return lines + _translation_attention(ctx, schemes, ctx.translation_data)
