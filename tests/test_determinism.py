@@ -76,3 +76,31 @@ def test_a_run_reloads_from_the_config_saved_beside_its_weights(tmp_path):
     saved = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
     for name, tensor in run.model.state_dict().items():
         assert torch.equal(tensor, saved[name]), name
+
+
+def test_evaluation_runs_on_the_requested_device(tmp_path, monkeypatch):
+    """The review found evaluation left every model on the CPU. The runner moves the reloaded model to the
+    device params ask for (checked here without CUDA: the device plumbing is recorded, not executed)."""
+    import pelab.runner.evaluate as runner_evaluate
+
+    params = smoke_params(tmp_path)
+    get_task("copy").prepare(params.task("copy"), tmp_path / "data")
+    train_run(params, "copy", "none", 0, tmp_path / "data", tmp_path / "run", device="cpu")
+    asked, moved = [], []
+    real_pick, real_load = runner_evaluate.pick_device, runner_evaluate.load_run
+
+    def pick(requested):
+        asked.append(requested)
+        return real_pick("cpu")
+
+    def load(path):
+        run = real_load(path)
+        to = run.model.to
+        run.model.to = lambda device, *a, **k: (moved.append(str(device)), to(device, *a, **k))[1]
+        return run
+
+    monkeypatch.setattr(runner_evaluate, "pick_device", pick)
+    monkeypatch.setattr(runner_evaluate, "load_run", load)
+    evaluate_run(params, tmp_path / "run", tmp_path / "data", tmp_path / "eval", device="cuda:1")
+    assert asked == ["cuda:1"] and moved and set(moved) == {"cpu"}  # the picked device, not left where loaded
+    assert io.read_json(tmp_path / "eval" / "device.json") == {"device": "cpu", "name": "cpu"}
