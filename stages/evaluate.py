@@ -29,8 +29,8 @@ def main(params_path: str, task_name: str, scheme: str, runs_root: str, data_dir
     data = task.load_data(Path(data_dir))
     with io.atomic_dir(out_dir) as tmp:
         for seed in params.seeds:
-            rows = evaluate_run(params, run_dir(runs_root, task_name, scheme, seed), data_dir, Path(tmp) / f"seed_{seed}",
-                                data=data)
+            run = run_dir(runs_root, task_name, scheme, seed)
+            rows = evaluate_run(params, run, data_dir, Path(tmp) / f"seed_{seed}", data=data)
             shown = [r for r in rows if r["length"] == "all" and r["metric"] in task.headline.get(r["split"], [])][:4]
             click.echo(f"evaluated {task_name} {scheme} seed {seed}: "
                        + ", ".join(f"{r['split']} {r['metric']} {r['value']:.4g}" for r in shown))

@@ -44,8 +44,8 @@ def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.Data
 
 
 def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:
-    frames = [pd.read_csv(run_dir(runs_root, task, scheme, seed) / "history.csv").assign(task=task, pe=scheme, seed=seed)
-              for task, scheme, seed in _runs(params)]
+    frames = [pd.read_csv(run_dir(runs_root, task, scheme, seed) / "history.csv")
+              .assign(task=task, pe=scheme, seed=seed) for task, scheme, seed in _runs(params)]
     curves = pd.concat(frames, ignore_index=True)
     first = ["task", "pe", "seed"]
     return curves[first + [c for c in curves.columns if c not in first]]

@@ -34,7 +34,8 @@ def schemes() -> None:
     from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, option_names
 
     for name, cls in POSITIONAL_ENCODINGS.items():
-        slots = [hook for hook in ("embed", "rotate", "bias") if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
+        slots = [hook for hook in ("embed", "rotate", "bias")
+                 if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
         options = ", ".join(option_names(name)) or "-"
         click.echo(f"{name:12s} {', '.join(slots) or '(no-op)':8s}  options: {options:28s} {cls.__name__}")
 

@@ -82,7 +82,8 @@ def choices(ctx: ReportContext, task: str, max_offset: int, long_offsets: range 
                      + ("(rows at the sinusoidal row norm √(d/2), not GPT-2's std 0.02, which would start 35× "
                         "weaker than the sinusoidal table)" if learned.init == "sinusoidal_norm" else
                         "(GPT-2's std 0.02: rows start ~35× weaker than the sinusoidal table)")
-                     + f" and has {learned.max_positions} rows; rows past the training length never receive a gradient.")
+                     + f" and has {learned.max_positions} rows; rows past the training length never receive a "
+                     "gradient.")
     return ["**Choices that could favour a scheme.** " + " ".join(lines), ""] if lines else []
 
 

@@ -35,8 +35,8 @@ def section(ctx: ReportContext) -> list[str]:
         f"Mean over seeds, band = min–max. At the last step (step {int(last['step'].max())}) the held-out loss is "
         f"lowest for `{best}` ({mean_sd_sci(val[best])}) and highest for `{worst}` ({mean_sd_sci(val[worst])}); "
         f"the largest gap between held-out and training loss is `{widest}`'s ({gap[widest]:+.1e}). The training "
-        "loss is the mean over the last logged steps' batches, the held-out loss is on the first 256 sequences of the test "
-        "split, which no choice in training depends on. "
+        "loss is the mean over the last logged steps' batches, the held-out loss is on the first 256 sequences of "
+        "the test split, which no choice in training depends on. "
         + ("" if len(logged) == len(ctx.schemes) else
            f"Runs of {', '.join(f'`{s}`' for s in ctx.schemes if s not in logged)} logged no held-out loss. ")
         + plots

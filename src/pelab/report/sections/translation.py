@@ -58,10 +58,12 @@ def _reading(records: pd.DataFrame, schemes: list[str], split: str, best: str, r
         if consistent:
             parts.append(f"Against the reference `{reference}`, every seed moves the same way for "
                          + ", ".join(f"`{s}` ({tests[s]['mean_diff']:+.2f})" for s in consistent)
-                         + f" (sign-flip p = {format_p(tests[consistent[0]]['min_p'])}, the smallest five seeds allow).")
+                         + f" (sign-flip p = {format_p(tests[consistent[0]]['min_p'])}, the smallest "
+                         f"{tests[consistent[0]]['n']} seeds allow).")
         mixed = [s for s in tests if s not in consistent]
         if mixed:
-            parts.append("Seeds disagree in sign for " + ", ".join(f"`{s}` ({tests[s]['mean_diff']:+.2f})" for s in mixed)
+            parts.append("Seeds disagree in sign for "
+                         + ", ".join(f"`{s}` ({tests[s]['mean_diff']:+.2f})" for s in mixed)
                          + ": no evidence of a difference from the reference.")
     if "none" in schemes and best != "none":
         gap = _mean(records, best, split, key)["mean"] - _mean(records, "none", split, key)["mean"]
@@ -92,10 +94,9 @@ def _paired_bootstrap(ctx: ReportContext, schemes: list[str], split: str) -> lis
             continue
         cells = [f"{r['bleu'] - r['baseline_bleu']:+.2f} (p={format_p(r['p'])})"
                  for r in (per_seed[seed][scheme] for seed in ctx.seeds)]
-        better = sum(per_seed[k][scheme]["p"] < 0.05 and per_seed[k][scheme]["bleu"] > per_seed[k][scheme]["baseline_bleu"]
-                     for k in ctx.seeds)
-        worse = sum(per_seed[k][scheme]["p"] < 0.05 and per_seed[k][scheme]["bleu"] < per_seed[k][scheme]["baseline_bleu"]
-                    for k in ctx.seeds)
+        results = [per_seed[k][scheme] for k in ctx.seeds]
+        better = sum(r["p"] < 0.05 and r["bleu"] > r["baseline_bleu"] for r in results)
+        worse = sum(r["p"] < 0.05 and r["bleu"] < r["baseline_bleu"] for r in results)
         rows.append([f"`{scheme}`", *cells, f"{better} / {worse}"])
     header = ["scheme", *[f"seed {k}: ΔBLEU (p)" for k in ctx.seeds], "seeds p < 0.05: better / worse"]
     return [
@@ -199,7 +200,8 @@ def section(ctx: ReportContext) -> list[str]:
         "",
         PROFILE_NOTES.get(params.profile, f"Profile **{params.profile}**."),
         "",
-        f"Corpus: {corpus.get(cfg.data.corpus, cfg.data.corpus)}; training pairs with more than {cfg.data.max_tokens} subword "
+        f"Corpus: {corpus.get(cfg.data.corpus, cfg.data.corpus)}; training pairs with more than "
+        f"{cfg.data.max_tokens} subword "
         f"tokens on either side are dropped, test splits are scored whole. One joint French+English BPE vocabulary "
         f"of {vocab} tokens (HF `tokenizers`). Encoder-decoder: {m.encoder_layers}+{m.decoder_layers} pre-LN layers, "
         f"d = {m.d_model}, {m.n_heads} heads, FFN {m.d_ff}, dropout {m.dropout:g}. {t.steps} AdamW steps of "
@@ -221,7 +223,8 @@ def section(ctx: ReportContext) -> list[str]:
         + (f" (signature `{signatures['bleu']}`)" if "bleu" in signatures else "")
         + "; chrF" + (f" (`{signatures['chrf']}`)" if "chrf" in signatures else "") + ". Mean ± sd over "
         f"{len(seeds)} seeds with a 95% interval; the first column is compared with the reference scheme "
-        f"`{params.reference}` (declared in params before the run): the paired difference with its t-interval, the exact "
+        f"`{params.reference}` (declared in params before the run): the paired difference with its t-interval, "
+        "the exact "
         "sign-flip p over seeds (Holm-corrected across schemes) and the paired t-test p.",
         "",
         table,
