@@ -249,3 +249,18 @@ def test_cli_run_trains_and_evaluates_one_run(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("copy alibi seed 2 test: exact_match=") and len(lines) == 4
     assert (tmp_path / "out/run/model.pt").exists() and (tmp_path / "out/results/records.jsonl").exists()
+
+
+def test_cli_summary_prints_the_headline_table_or_one_line(tmp_path: Path) -> None:
+    import pandas as pd
+
+    rows = [{"task": "copy", "pe": s, "seed": k, "split": "test", "length": "all", "metric": "exact_match",
+             "value": v + 0.01 * k} for s, v in (("rope", 0.9), ("none", 0.1)) for k in range(3)]
+    pd.DataFrame(rows).to_csv(tmp_path / "records.csv", index=False)
+    result = CliRunner().invoke(main, ["summary", "--records", str(tmp_path / "records.csv")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "copy (mean ± sd over 3 seeds)" and "test exact_match" in lines[1]
+    assert lines[2].split()[:4] == ["rope", "0.910", "±", "0.010"]
+    missing = CliRunner().invoke(main, ["summary", "--records", str(tmp_path / "nothing.csv")])
+    assert missing.exit_code == 2 and missing.stderr.startswith("error: no records at")

@@ -114,5 +114,33 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
             click.echo(f"{task_name} {scheme} seed {seed} {row['split']}: {row['metric']}={row['value']:.4f}")
 
 
+@main.command()
+@click.option("--records", "records_path", default="reports/records.csv", show_default=True,
+              type=click.Path(dir_okay=False))
+def summary(records_path: str) -> None:
+    """Print the headline table of the last run (mean ± sd over seeds) from reports/records.csv."""
+    import pandas as pd
+
+    from pelab.tasks import get_task
+
+    if not Path(records_path).exists():
+        raise FileNotFoundError(f"no records at {records_path}; run `dvc repro` (or `dvc exp run -S profile=quick`)")
+    records = pd.read_csv(records_path, dtype={"length": str})
+    overall = records[records["length"] == "all"]
+    for task, rows in overall.groupby("task", sort=False):
+        headline = get_task(str(task)).headline
+        columns = [(split, metric) for split, metrics in headline.items() for metric in metrics
+                   if not rows[(rows["split"] == split) & (rows["metric"] == metric)].empty]
+        click.echo(f"{task} (mean ± sd over {rows['seed'].nunique()} seeds)")
+        click.echo("  " + f"{'scheme':12s}" + "".join(f"{f'{split} {metric}':>30s}" for split, metric in columns))
+        for scheme, group in rows.groupby("pe", sort=False):
+            cells = []
+            for split, metric in columns:
+                values = group[(group["split"] == split) & (group["metric"] == metric)]["value"]
+                sd = values.std() if len(values) > 1 else float("nan")
+                cells.append(f"{values.mean():.3f} ± {sd:.3f}" if len(values) else "–")
+            click.echo("  " + f"{scheme:12s}" + "".join(f"{c:>30s}" for c in cells))
+
+
 if __name__ == "__main__":
     main()
