@@ -233,8 +233,8 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     import pandas as pd
     from conftest import smoke_params
 
-    from pelab.report.sections import translation_analyses
     from pelab.report.context import ReportContext
+    from pelab.report.sections import translation_analyses
     from pelab.tasks.translation.config import Seq2SeqConfig
     from pelab.tasks.translation.model import build_seq2seq_model
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from pelab.positional.base import PositionalEncoding
 from pelab.positional.functional import rope_angles, rope_rotate
 

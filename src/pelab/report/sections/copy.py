@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pelab import io
 from pelab.analysis.t5_buckets import resolution_sentence
 from pelab.report import copy_figures
 from pelab.report.context import ReportContext
@@ -53,14 +52,15 @@ ACCURACY, BY_LENGTH, LOSS = "copy_accuracy.png", "copy_accuracy_by_length.png", 
 
 
 def _n_per_length(ctx: ReportContext) -> list[str]:
-    """Sequences per length in each split, from the prepared data's meta (what the numbers are averaged over)."""
-    path = None if ctx.data_root is None else ctx.data_root / "copy" / "meta.json"
-    if path is None or not path.exists():
+    """Sequences per length in each split of the prepared data (what the per-length numbers average over)."""
+    if ctx.data_root is None or not (ctx.data_root / "copy" / "dataset.pt").exists():
         return []
-    counts = io.read_json(path)["sequences_per_length"]
-    lengths = sorted({int(k) for split in counts.values() for k in split})
-    rows = [[str(n), *(str(counts[split].get(str(n), 0)) for split in ("train", "test", "test_long"))]
-            for n in lengths]
+    from pelab.tasks.copy.data import load, sequences_per_length
+
+    data = load(ctx.data_root / "copy")
+    counts = {name: sequences_per_length(data[name]) for name in ("train", "test", "test_long")}
+    lengths = sorted({n for split in counts.values() for n in split})
+    rows = [[str(n), *(str(counts[split].get(n, 0)) for split in counts)] for n in lengths]
     return ["Sequences per length (both splits stratified by length; a length with too few distinct sequences "
             "holds 20% of them out; training batches draw lengths uniformly):", "",
             markdown_table(["length L", "train", "held-out test", "longer test"], rows), ""]

@@ -26,7 +26,6 @@ from pelab.tasks.translation.data import PAD_ID, PreparedTranslation, teacher_fo
 from pelab.tasks.translation.model import Seq2SeqTransformer, build_seq2seq_model
 from pelab.training.loop import autocast
 
-
 # ---------------------------------------------------------------------------------------------- training
 
 

@@ -15,16 +15,16 @@ from pelab.config import to_dict
 from pelab.tasks.copy.config import CopyDataConfig
 from pelab.tasks.copy.data.generate import (
     CopySplit,
+    distinct_sequences,
     encode_examples,
     load_copy_dataset,
     make_copy_dataset,
-    distinct_sequences,
-    stratified_counts,
     save_copy_dataset,
+    stratified_counts,
 )
 
 __all__ = ["CopyData", "CopySplit", "distinct_sequences", "encode_examples", "load", "make_copy_dataset", "prepare",
-           "stratified_counts"]
+           "sequences_per_length", "stratified_counts"]
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,16 @@ class CopyData:
         return CopyDataConfig(**self.meta["data"])
 
 
+def sequences_per_length(split: CopySplit) -> dict[int, int]:
+    lengths, counts = split.lengths.unique(return_counts=True)
+    return dict(zip(lengths.tolist(), counts.tolist()))
+
+
 def prepare(cfg: CopyDataConfig, out_dir: str | Path) -> None:
     splits = make_copy_dataset(cfg)
     with io.atomic_dir(out_dir) as tmp:
         save_copy_dataset(splits, tmp / "dataset.pt")
-        counts = {name: {str(k): int(v) for k, v in zip(*split.lengths.unique(return_counts=True))}
-                  for name, split in splits.items()}
+        counts = {name: sequences_per_length(split) for name, split in splits.items()}
         io.write_json(tmp / "meta.json", {"data": to_dict(cfg), "sequences_per_length": counts})
 
 
