@@ -52,8 +52,6 @@ class ReverseTask(Task):
     def data_info(self, data):
         return {"vocab_size": 12, "max_length": data["train"]["inputs"].shape[1]}
 
-    def nominal_info(self, cfg):
-        return {"vocab_size": 12, "max_length": self.max_length(cfg)}
 
     def max_length(self, cfg) -> int:
         return 2 * cfg.data.length + 1

@@ -54,7 +54,8 @@ class Task(ABC):
     """One task of the study. Subclasses set the class attributes and implement the abstract methods."""
 
     name: ClassVar[str]
-    sections: ClassVar[dict[str, type]]  # "data" | "model" | "train" | "eval" -> dataclass
+    sections: ClassVar[dict[str, type]]  # "data" | "model" | "train" | "eval" -> dataclass; the model one has
+    # d_model and n_heads (what the positional schemes are built with)
     headline: ClassVar[dict[str, list[str]]]  # split -> the metrics that go to reports/metrics.json
 
     # ---------------------------------------------------------------------------------- configuration
@@ -76,14 +77,16 @@ class Task(ABC):
         return cfg
 
     def check(self, cfg: TaskConfig) -> None:
-        """Cross-section checks: each scheme's model can be built and encodes every length the task uses."""
-        from pelab.positional import PositionalEncoding
+        """Cross-section checks: each scheme's positional modules (bidirectional and causal) can be built at the
+        model's width and encode every length the task uses. Only those modules are built, not whole models:
+        this runs whenever params load, at the start of every stage."""
+        from pelab.positional import build_positional_encoding
 
         for scheme in cfg.positional:
-            model = self.build_model(cfg.model, scheme, cfg.options(scheme), seed=0, info=self.nominal_info(cfg))
-            for module in model.modules():
-                if isinstance(module, PositionalEncoding):
-                    module.check_length(self.max_length(cfg))
+            for causal in (False, True):
+                pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
+                                               causal=causal, options=cfg.options(scheme))
+                pe.check_length(self.max_length(cfg))
 
     # ------------------------------------------------------------------------------------------- data
     @abstractmethod
@@ -98,9 +101,6 @@ class Task(ABC):
     def data_info(self, data: Any) -> dict[str, Any]:
         """What building the model needs from the data (vocabulary size, …); saved beside the weights."""
 
-    @abstractmethod
-    def nominal_info(self, cfg: TaskConfig) -> dict[str, Any]:
-        """``data_info`` as far as it is known from the config alone (for checks before any data exists)."""
 
     @abstractmethod
     def max_length(self, cfg: TaskConfig) -> int:

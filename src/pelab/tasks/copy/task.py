@@ -58,8 +58,6 @@ class CopyTask(Task):
         cfg = data.config
         return {"vocab_size": cfg.vocab_size, "max_length": max(cfg.context, cfg.long_context)}
 
-    def nominal_info(self, cfg: TaskConfig) -> dict[str, Any]:
-        return {"vocab_size": cfg.data.vocab_size, "max_length": self.max_length(cfg)}
 
     def max_length(self, cfg: TaskConfig) -> int:
         return max(cfg.data.context, cfg.data.long_context)

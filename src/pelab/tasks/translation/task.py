@@ -116,8 +116,6 @@ class TranslationTask(Task):
     def data_info(self, data: PreparedTranslation) -> dict[str, Any]:
         return {"vocab_size": data.vocab_size, "max_length": int(data.meta["max_tokens"]) + 1}
 
-    def nominal_info(self, cfg: TaskConfig) -> dict[str, Any]:
-        return {"vocab_size": cfg.data.vocab_size, "max_length": self.max_length(cfg)}
 
     def max_length(self, cfg: TaskConfig) -> int:
         return cfg.data.max_tokens + 1  # a sentence plus </s> (source) or <s> (target)
