@@ -57,10 +57,12 @@ def locked_trains(project: Path) -> set[str]:
     if not lock.exists():
         return set()
     try:
-        stages = yaml.safe_load(lock.read_text()).get("stages", {})
+        lock_data = yaml.safe_load(lock.read_text())
     except yaml.YAMLError:  # caught mid-write
         return set()
-    return {name for name in stages if name.startswith("train@")}
+    if not isinstance(lock_data, dict):  # caught mid-write: empty or truncated
+        return set()
+    return {name for name in lock_data.get("stages", {}) if name.startswith("train@")}
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +136,13 @@ def test_adding_a_seed_trains_only_it_and_a_kill_loses_only_the_run_in_progress(
     new = trains(seeds=[2])
     proc = subprocess.Popen(["dvc", "repro"], cwd=project, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and len(locked_trains(project) & new) < 2 and proc.poll() is None:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running
-    proc.wait()
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and len(locked_trains(project) & new) < 2 and proc.poll() is None:
+            time.sleep(0.05)
+    finally:  # always: a dvc left running would hold the repository's lock for the next test
+        os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running
+        proc.wait()
     finished = locked_trains(project) & new
     assert len(finished) >= 2 and locked_trains(project) >= before
     out = run(["dvc", "repro"], project)
