@@ -1,4 +1,5 @@
-"""Stage aggregate: training and evaluation records of this study's runs -> one table, metrics, plot data."""
+"""Stage aggregate: training and evaluation records of this study's runs -> one table, the key
+metrics (one small file per task and scheme), a summary of every headline statistic, plot data."""
 
 from pathlib import Path
 
@@ -13,14 +14,15 @@ from pelab.config import load_params
 @params_option
 @click.option("--runs", "runs_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--results", "results_dir", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--metrics", "metrics_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--metrics", "metrics_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--summary", "summary_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--records", "records_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--plots", "plots_dir", required=True, type=click.Path(file_okay=False))
 @one_line_errors
-def main(params_path: str, runs_dir: str, results_dir: str, metrics_path: str, records_path: str,
-         plots_dir: str) -> None:
-    aggregate(load_params(params_path, check_cuda=False), Path(runs_dir), Path(results_dir), Path(metrics_path),
-              Path(records_path), Path(plots_dir))
+def main(params_path: str, runs_dir: str, results_dir: str, metrics_dir: str, summary_path: str,
+         records_path: str, plots_dir: str) -> None:
+    aggregate(load_params(params_path, check_cuda=False), Path(runs_dir), Path(results_dir), Path(metrics_dir),
+              Path(summary_path), Path(records_path), Path(plots_dir))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Writes ``OUT/seed_<k>/`` per seed (records.jsonl and the task's files); OUT appears only when all are done.
 """
 
+import time
 from pathlib import Path
 
 import click
@@ -30,10 +31,12 @@ def main(params_path: str, task_name: str, scheme: str, runs_root: str, data_dir
     with io.atomic_dir(out_dir) as tmp:
         for seed in params.seeds:
             run = run_dir(runs_root, task_name, scheme, seed)
+            start = time.perf_counter()
             rows = evaluate_run(params, run, data_dir, Path(tmp) / f"seed_{seed}", data=data)
             shown = [r for r in rows if r["length"] == "all" and r["metric"] in task.headline.get(r["split"], [])][:4]
             click.echo(f"evaluated {task_name} {scheme} seed {seed}: "
-                       + ", ".join(f"{r['split']} {r['metric']} {r['value']:.4g}" for r in shown))
+                       + ", ".join(f"{r['split']} {r['metric']} {r['value']:.4g}" for r in shown)
+                       + f" ({time.perf_counter() - start:.1f} s)")
 
 
 if __name__ == "__main__":

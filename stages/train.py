@@ -14,9 +14,12 @@ from pelab.runner.train import train_run
 @click.option("--seed", required=True, type=int)
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--live", "live_dir", default=None, type=click.Path(file_okay=False),
+              help="DVCLive directory for the training curves, written as they are logged")
 @one_line_errors
-def main(params_path: str, task_name: str, scheme: str, seed: int, data_dir: str, out_dir: str) -> None:
-    cost = train_run(load_params(params_path), task_name, scheme, seed, data_dir, out_dir)
+def main(params_path: str, task_name: str, scheme: str, seed: int, data_dir: str, out_dir: str,
+         live_dir: str | None) -> None:
+    cost = train_run(load_params(params_path), task_name, scheme, seed, data_dir, out_dir, live_dir=live_dir)
     click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
                f"{cost['wall_time_s']:.1f} s on {cost['device']}")
 

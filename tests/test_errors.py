@@ -218,9 +218,23 @@ def test_cli_unknown_scheme_is_one_line_and_leaves_no_output(tmp_path: Path) -> 
         main, ["run", "--task", "copy", "--scheme", "nope", "--out", str(out), "--params", str(REPO / "params.yaml")]
     )
     assert result.exit_code == 2, result.output
-    assert result.stderr == f"error: unknown positional scheme 'nope'; valid choices: {valid_choices()}\n"
+    assert result.stderr == (f"error: Invalid value for '--scheme': unknown positional scheme 'nope'; "
+                             f"valid choices: {valid_choices()}\n")
     assert result.stdout == ""
     assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--task", "cp", "error: Invalid value for '--task': unknown task 'cp'; valid choices: copy, translation, "
+                     "reverse, duplicate, addition, reverse_causal, duplicate_causal, addition_causal\n"),
+    ("--device", "gpu", "error: Invalid value for '--device': unknown device 'gpu'; valid choices: auto, cpu, cuda, "
+                        "cuda:N\n"),
+])
+def test_cli_run_choices_are_one_line(tmp_path: Path, option: str, value: str, expected: str) -> None:
+    args = {"--task": "copy", "--scheme": "rope", "--device": "cpu", option: value}
+    result = CliRunner().invoke(main, ["run", *[x for kv in args.items() for x in kv], "--out", str(tmp_path / "o")])
+    assert (result.exit_code, result.stderr, result.stdout) == (2, expected, "")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -254,13 +268,17 @@ def test_cli_run_trains_and_evaluates_one_run(tmp_path: Path) -> None:
 def test_cli_summary_prints_the_headline_table_or_one_line(tmp_path: Path) -> None:
     import pandas as pd
 
+    from pelab import io
+    from pelab.aggregate import summary_table
+
     rows = [{"task": "copy", "pe": s, "seed": k, "split": "test", "length": "all", "metric": "exact_match",
              "value": v + 0.01 * k} for s, v in (("rope", 0.9), ("none", 0.1)) for k in range(3)]
-    pd.DataFrame(rows).to_csv(tmp_path / "records.csv", index=False)
-    result = CliRunner().invoke(main, ["summary", "--records", str(tmp_path / "records.csv")])
+    io.write_json(tmp_path / "summary.json", summary_table(pd.DataFrame(rows)))
+    result = CliRunner().invoke(main, ["summary", "--summary", str(tmp_path / "summary.json")])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "copy (mean ± sd over 3 seeds)" and "test exact_match" in lines[1]
-    assert lines[2].split()[:4] == ["rope", "0.910", "±", "0.010"]
-    missing = CliRunner().invoke(main, ["summary", "--records", str(tmp_path / "nothing.csv")])
-    assert missing.exit_code == 2 and missing.stderr.startswith("error: no records at")
+    assert lines[2].split()[:4] == ["none", "0.110", "±", "0.010"]
+    assert lines[3].split()[:4] == ["rope", "0.910", "±", "0.010"]
+    missing = CliRunner().invoke(main, ["summary", "--summary", str(tmp_path / "nothing.json")])
+    assert missing.exit_code == 2 and missing.stderr.startswith("error: no summary at")

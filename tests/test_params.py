@@ -15,21 +15,31 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
     `dvc exp run -S profile=quick` it holds the quick composition, which is fine)."""
     committed = yaml.safe_load((repo_root / "params.yaml").read_text())
     overrides = [f"profile={committed['profile']}", f"pe.schemes=[{','.join(committed['pe']['schemes'])}]",
-                 f"tasks=[{','.join(committed['tasks'])}]", f"seeds=[{','.join(map(str, committed['seeds']))}]"]
+                 f"tasks=[{','.join(committed['tasks'])}]", f"seeds=[{','.join(map(str, committed['seeds']))}]",
+                 f"length_tasks=[{','.join(committed.get('length_tasks') or [])}]"]
     composed = compose_params(repo_root / "conf", overrides)
+    for params in (committed, composed):  # how the schemes were selected (pe=a vs pe.schemes=[a]) does not matter
+        params["pe"].pop("selected")
     assert committed == composed, "params.yaml drifted from conf/: run `pelab compose --out params.yaml`"
 
 
 def test_pe_all_lists_every_registered_scheme_in_registry_order(repo_root):
     all_cfg = yaml.safe_load((repo_root / "conf/pe/all.yaml").read_text())
-    assert all_cfg["schemes"] == scheme_names()
+    assert list(all_cfg["selected"]) == scheme_names()
+    assert compose_params(repo_root / "conf", ["pe=all"])["pe"]["schemes"] == scheme_names()
 
 
 def test_every_scheme_has_its_config_group_file(repo_root):
     for name in scheme_names():
         cfg = yaml.safe_load((repo_root / "conf/pe" / f"{name}.yaml").read_text())
-        assert cfg == {"schemes": [name]}
+        assert cfg["selected"] == {name: name}
         assert compose_params(repo_root / "conf", [f"pe={name}"])["pe"]["schemes"] == [name]
+
+
+def test_pe_options_merge_into_a_subset_in_the_order_given(repo_root):
+    """`-S 'pe=[rope,alibi]'` studies both (Hydra merges the two options' `selected` maps)."""
+    assert compose_params(repo_root / "conf", ["pe=[rope,alibi]"])["pe"]["schemes"] == ["rope", "alibi"]
+    assert compose_params(repo_root / "conf", ["pe=[t5,none,t5]"])["pe"]["schemes"] == ["t5", "none"]
 
 
 def test_every_profile_composes_into_valid_typed_configs(repo_root, tmp_path):
@@ -41,7 +51,11 @@ def test_every_profile_composes_into_valid_typed_configs(repo_root, tmp_path):
         params = load_params(path)
         assert params.seeds == (0, 1, 2, 3, 4)
         assert isinstance(params.task("copy").data, CopyDataConfig)
-        assert params.tasks == ("copy", "translation")
+        assert params.tasks[:2] == ("copy", "translation")
+        assert set(params.tasks[2:]) == set(composed["length_tasks"]) and composed["length_tasks"]
+        for task in composed["length_tasks"]:  # every length task reads the one shared block
+            assert composed[task] == {k: composed["length"][k] for k in ("data", "model", "train", "eval",
+                                                                          "positional")}
 
 
 def test_each_task_reads_each_scheme_options_through_its_own_section(repo_root):

@@ -27,6 +27,7 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "pelab-test", "GIT_AUTHOR_EMAIL": "test@pelab.inva
            "GIT_COMMITTER_NAME": "pelab-test", "GIT_COMMITTER_EMAIL": "test@pelab.invalid"}
 ENV = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
 SCHEMES, SEEDS, TASKS = ["none", "rope", "t5"], [0, 1], ["copy", "translation"]
+LENGTH_TASKS = ["reverse", "addition_causal"]  # the smoke profile's length study
 OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]"]
 
 
@@ -37,12 +38,14 @@ def run(cmd: list[str], cwd: Path) -> str:
 
 
 def ran(output: str, kind: str) -> set[str]:
-    """Stages of ``kind`` (train, evaluate, …) that actually ran (not skipped, not restored from the run cache)."""
-    return {line.split("'")[1] for line in output.splitlines() if line.startswith(f"Running stage '{kind}")}
+    """Stages of ``kind`` (train, train_length, evaluate, …; "" for all) that actually ran (not skipped, not
+    restored from the run cache)."""
+    prefix = f"Running stage '{kind}@" if kind else "Running stage '"
+    return {line.split("'")[1] for line in output.splitlines() if line.startswith(prefix)}
 
 
-def trains(tasks=TASKS, schemes=SCHEMES, seeds=SEEDS) -> set[str]:
-    return {f"train@{t}-{s}-{k}" for t in tasks for s in schemes for k in seeds}
+def trains(tasks=TASKS, schemes=SCHEMES, seeds=SEEDS, stage="train") -> set[str]:
+    return {f"{stage}@{t}-{s}-{k}" for t in tasks for s in schemes for k in seeds}
 
 
 def edit_params(project: Path, change) -> None:
@@ -82,20 +85,31 @@ def project(repo_root, tmp_path_factory) -> Path:
     run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
     assert ran(out, "train") == trains()
+    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, stage="train_length")
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "smoke results"], dest)
     return dest
 
 
 def test_repro_writes_metrics_report_and_figures(project):
-    metrics = json.loads((project / "reports/metrics.json").read_text())
-    assert set(metrics) == set(TASKS)
-    assert set(metrics["copy"]) == set(SCHEMES)
-    for scheme, entry in metrics["copy"].items():
-        assert entry["n_seeds"] == len(SEEDS), scheme
-        for key in ("exact_match_mean", "token_accuracy_mean", "test_long_exact_match_mean"):
-            assert 0.0 <= entry[key] <= 1.0, (scheme, key, entry[key])
-        assert entry["exact_match_sd"] >= 0.0
+    assert {p.name for p in (project / "reports/metrics").iterdir()} == set(TASKS + LENGTH_TASKS)
+    for scheme in SCHEMES:
+        entry = json.loads((project / f"reports/metrics/copy/{scheme}.json").read_text())
+        assert set(entry) == {"exact", "exact_long", "token_long"}
+        for key, value in entry.items():
+            assert 0.0 <= value <= 1.0, (scheme, key, value)
+        assert set(json.loads((project / f"reports/metrics/translation/{scheme}.json").read_text())) == {
+            "bleu", "chrf", "bleu17"}
+    shown = run(["dvc", "metrics", "show"], project).splitlines()
+    assert len(shown) == 1 + len(TASKS + LENGTH_TASKS) * len(SCHEMES) and max(map(len, shown)) <= 120, shown
+    summary = (project / "reports/summary.json").read_text()
+    assert "NaN" not in summary and json.loads(summary)["copy"]["rope"]["test"]["exact_match"]["sd"] >= 0.0
+    # DVCLive's live curves of every run, and the report's figures, are DVC plots
+    live = (project / "dvclive/translation/rope/seed_1/plots/metrics")
+    assert {p.name for p in live.iterdir()} == {"loss.tsv", "lr.tsv", "val_loss.tsv"}
+    plots = json.loads(run(["dvc", "plots", "show", "--json", "--split"], project))["data"]
+    assert any(name.startswith("reports/figures/") and name.endswith(".png") for name in plots)
+    assert "dvclive/copy/none/seed_0/plots/metrics/loss.tsv" in plots
     report = (project / "reports/report.md").read_text()
     assert "Profile **smoke**" in report and "## Translation (French → English)" in report
     for scheme in SCHEMES:
@@ -105,6 +119,12 @@ def test_repro_writes_metrics_report_and_figures(project):
     for link in [line.split("(")[1].rstrip(")") for line in report.splitlines() if line.startswith("![")]:
         assert (project / "reports" / link).exists(), link
     assert "translation_attention_rope.png" in report  # the translation attention maps reach the report
+    assert "## Length generalisation" in report and "length_token_accuracy.png" in report
+    for task in LENGTH_TASKS:
+        assert f"**{task}.**" in report  # its generated reading
+    for scheme in SCHEMES:
+        entry = json.loads((project / f"reports/metrics/addition_causal/{scheme}.json").read_text())
+        assert set(entry) == {"exact", "exact_long", "token_long"}
     records = (project / "reports/records.csv").read_text().splitlines()
     assert records[0].split(",")[:3] == ["task", "pe", "seed"]
 
@@ -121,6 +141,11 @@ def test_editing_evaluation_code_reruns_evaluation_but_no_training(project):
     assert ran(out, "train") == set()
     assert ran(out, "evaluate") == {f"evaluate@copy-{s}" for s in SCHEMES}
     assert {"aggregate", "report"} <= ran(out, "") and ran(out, "prepare") == set()
+    path = project / "src/pelab/tasks/length/evaluate.py"
+    path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
+    out = run(["dvc", "repro"], project)
+    assert ran(out, "train_length") == set() and ran(out, "train") == set()
+    assert ran(out, "evaluate_length") == {f"evaluate_length@{t}-{s}" for t in LENGTH_TASKS for s in SCHEMES}
 
 
 def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
@@ -148,8 +173,7 @@ def test_adding_a_seed_trains_only_it_and_a_kill_loses_only_the_run_in_progress(
     out = run(["dvc", "repro"], project)
     assert ran(out, "train") == new - finished  # only the runs not finished before the kill
     assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
-    metrics = json.loads((project / "reports/metrics.json").read_text())
-    assert metrics["copy"]["rope"]["n_seeds"] == 3
+    assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
 
 
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
@@ -160,9 +184,9 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     assert ran(out, "train") == set()  # rope already trained with these params
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert params["pe"]["schemes"] == ["rope"]
-    assert set(json.loads((project / "reports/metrics.json").read_text())["copy"]) == {"rope"}
+    assert [p.name for p in (project / "reports/metrics/copy").iterdir()] == ["rope.json"]
 
     out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25"], project)
     assert ran(out, "train") == trains(tasks=["copy"], schemes=["rope"])
     diff = run(["dvc", "metrics", "diff", "--all"], project)
-    assert "copy.rope.exact_match_mean" in diff
+    assert "reports/metrics/copy/rope.json" in diff and "exact" in diff

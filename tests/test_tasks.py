@@ -3,6 +3,7 @@ study runner trains, reloads and evaluates it like the built-in tasks."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from conftest import smoke_raw
 
@@ -22,9 +23,9 @@ TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
 
 @pytest.fixture
 def reverse_task():
-    register_task("reverse", "tiny_reverse.task:ReverseTask")
-    yield get_task("reverse")
-    _BUILDERS.pop("reverse")
+    register_task("tiny_reverse", "tiny_reverse.task:ReverseTask")
+    yield get_task("tiny_reverse")
+    _BUILDERS.pop("tiny_reverse")
 
 
 def test_the_registry_lists_the_built_in_tasks_and_rejects_unknown_ones():
@@ -34,31 +35,37 @@ def test_the_registry_lists_the_built_in_tasks_and_rejects_unknown_ones():
 
 
 def test_a_tiny_task_runs_through_the_one_runner(reverse_task, tmp_path):
-    raw = smoke_raw(tasks=["reverse"], seeds=[0, 1], pe={"schemes": ["none", "rope"]})
-    raw["reverse"] = {**TINY, "positional": {"none": {}, "rope": {"base": 100.0}}}
+    raw = smoke_raw(tasks=["tiny_reverse"], seeds=[0, 1], pe={"schemes": ["none", "rope"]})
+    raw["tiny_reverse"] = {**TINY, "positional": {"none": {}, "rope": {"base": 100.0}}}
     params = parse_params(raw)
-    assert params.task("reverse").options("rope").base == 100.0  # the task's own scheme options
-    reverse_task.prepare(params.task("reverse"), tmp_path / "data")
+    assert params.task("tiny_reverse").options("rope").base == 100.0  # the task's own scheme options
+    reverse_task.prepare(params.task("tiny_reverse"), tmp_path / "data")
     for scheme in params.schemes:
         for seed in params.seeds:
-            run = tmp_path / f"runs/reverse/{scheme}/seed_{seed}"
-            train_run(params, "reverse", scheme, seed, tmp_path / "data", run, device="cpu")
-            evaluate_run(params, run, tmp_path / "data", tmp_path / f"results/reverse/{scheme}/seed_{seed}",
+            run = tmp_path / f"runs/tiny_reverse/{scheme}/seed_{seed}"
+            train_run(params, "tiny_reverse", scheme, seed, tmp_path / "data", run, device="cpu",
+                      live_dir=tmp_path / f"dvclive/{scheme}/seed_{seed}")
+            evaluate_run(params, run, tmp_path / "data", tmp_path / f"results/tiny_reverse/{scheme}/seed_{seed}",
                          device="cpu")
-    loaded = load_run(tmp_path / "runs/reverse/rope/seed_1")
-    assert (loaded.task, loaded.scheme, loaded.seed) == ("reverse", "rope", 1)
+    loaded = load_run(tmp_path / "runs/tiny_reverse/rope/seed_1")
+    assert (loaded.task, loaded.scheme, loaded.seed) == ("tiny_reverse", "rope", 1)
     assert loaded.model.pe.base == 100.0
-    aggregate(params, tmp_path / "runs", tmp_path / "results", tmp_path / "metrics.json", tmp_path / "records.csv",
-              tmp_path / "plots")
-    metrics = io.read_json(tmp_path / "metrics.json")["reverse"]
-    assert set(metrics) == {"none", "rope"} and metrics["rope"]["n_seeds"] == 2
-    assert 0.0 <= metrics["rope"]["exact_match_mean"] <= 1.0
-    assert (tmp_path / "plots/reverse_train_loss.csv").exists()
+    aggregate(params, tmp_path / "runs", tmp_path / "results", tmp_path / "metrics", tmp_path / "summary.json",
+              tmp_path / "records.csv", tmp_path / "plots")
+    assert sorted(p.name for p in (tmp_path / "metrics/tiny_reverse").iterdir()) == ["none.json", "rope.json"]
+    metrics = io.read_json(tmp_path / "metrics/tiny_reverse/rope.json")
+    assert set(metrics) == {"exact"} and 0.0 <= metrics["exact"] <= 1.0
+    assert (tmp_path / "plots/tiny_reverse_train_loss.csv").exists()
+    # DVCLive logged the same curve the run's history holds, row by row
+    live = pd.read_csv(tmp_path / "dvclive/rope/seed_1/plots/metrics/loss.tsv", sep="\t")
+    history = pd.read_csv(tmp_path / "runs/tiny_reverse/rope/seed_1/history.csv")
+    assert live["step"].tolist() == history["step"].tolist() == [3, 6]
+    assert live["loss"].tolist() == pytest.approx(history["loss"].tolist())
 
 
 def test_a_tiny_task_section_is_validated_like_the_others(reverse_task):
-    raw = smoke_raw(tasks=["reverse"])
-    raw["reverse"] = {**TINY, "data": {"length": 3, "n_tarin": 5}}
-    with pytest.raises(ValueError, match=r"unknown key\(s\) \['n_tarin'\] in reverse.data; valid keys: length, "
+    raw = smoke_raw(tasks=["tiny_reverse"])
+    raw["tiny_reverse"] = {**TINY, "data": {"length": 3, "n_tarin": 5}}
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['n_tarin'\] in tiny_reverse.data; valid keys: length, "
                                          r"n_test, n_train"):
         parse_params(raw)

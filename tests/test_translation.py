@@ -610,12 +610,15 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
                          capture_output=True, text=True, check=True)
     assert float(cli.stdout.strip()) == pytest.approx(recorded, abs=1e-6)
 
-    aggregate(params, tmp_path / "runs", tmp_path / "results", tmp_path / "metrics.json", tmp_path / "records.csv",
-              tmp_path / "plots")
-    metrics = io.read_json(tmp_path / "metrics.json")["translation"]
-    assert set(metrics) == {"none", "rope"}
-    assert {"test_2016_flickr_bleu_beam_mean", "test_2016_flickr_bleu_beam_sd", "test_2016_flickr_chrf_beam_mean",
-            "test_2017_flickr_bleu_greedy_mean", "val_loss_mean"} <= set(metrics["rope"])
+    aggregate(params, tmp_path / "runs", tmp_path / "results", tmp_path / "metrics", tmp_path / "summary.json",
+              tmp_path / "records.csv", tmp_path / "plots")
+    key = io.read_json(tmp_path / "metrics/translation/rope.json")  # what `dvc metrics show` prints
+    assert set(key) == {"bleu", "chrf", "bleu17"}
+    summary = io.read_json(tmp_path / "summary.json")["translation"]
+    assert set(summary) == {"none", "rope"}
+    bleu = summary["rope"]["test_2016_flickr"]["bleu_beam"]
+    assert key["bleu"] == round(bleu["mean"], 4) and bleu["n"] == 2 and bleu["ci_low"] <= bleu["mean"]
+    assert {"test_2017_flickr", "val"} <= set(summary["rope"])
     val_curve = pd.read_csv(tmp_path / "plots/translation_val_loss.csv")
     assert list(val_curve.columns) == ["scheme", "step", "val_loss"] and len(val_curve) == 4
 

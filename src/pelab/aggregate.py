@@ -1,5 +1,6 @@
 """Gather the records of this study's runs — training cost and curves (written by training), evaluation
-metrics (written by evaluation) — into one tidy table, the metrics file ``dvc metrics`` reads, and the curve
+metrics (written by evaluation) — into one tidy table, the metrics files ``dvc metrics`` reads (reports/metrics/<task>/<scheme>.json, a handful of
+numbers each), a summary with every headline statistic (reports/summary.json), and the curve
 files ``dvc plots`` reads.
 
 Only the (task, scheme, seed) runs of params are read, so runs of other schemes or seeds that are still on
@@ -8,6 +9,7 @@ disk from earlier experiments never leak into a report.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -51,20 +53,40 @@ def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:
     return curves[first + [c for c in curves.columns if c not in first]]
 
 
-def metrics_summary(records: pd.DataFrame) -> dict:
-    """{task: {scheme: {"<split>_<metric>_mean"|_sd|_ci_low|_ci_high: x, "n_seeds": n}}} over seeds."""
+def _finite(value: float) -> float | None:
+    """JSON has no NaN: an undefined statistic (sd of one seed) is written as null."""
+    return value if math.isfinite(value) else None
+
+
+def summary_table(records: pd.DataFrame) -> dict:
+    """{task: {scheme: {split: {metric: {mean, sd, ci_low, ci_high, n}}}}} over seeds, for every headline
+    metric of the task (``Task.headline``); undefined statistics are null. Written to reports/summary.json."""
     out: dict = {}
     overall = records[records["length"] == "all"]
     for (task, scheme), group in overall.groupby(["task", "pe"], sort=False):
+        headline = get_task(task).headline
         entry: dict = {}
         for (split, metric), rows in group.groupby(["split", "metric"], sort=False):
-            if metric not in get_task(task).headline.get(split, []):
-                continue
-            s = summarize(rows.sort_values("seed")["value"].tolist())
-            prefix = metric if split == "test" else f"{split}_{metric}"
-            entry.update({f"{prefix}_{k}": v for k, v in s.items() if k != "n"})
-            entry["n_seeds"] = s["n"]
+            if metric in headline.get(split, []):
+                stats = summarize(rows.sort_values("seed")["value"].tolist())
+                entry.setdefault(split, {})[metric] = {k: v if k == "n" else _finite(float(v)) for k, v in stats.items()}
         out.setdefault(task, {})[scheme] = entry
+    return out
+
+
+def key_metrics(summary: dict) -> dict:
+    """{task: {scheme: {name: mean over seeds}}}: the handful of numbers per (task, scheme) that
+    ``dvc metrics show`` / ``dvc exp show`` print (``Task.key_metrics``; the seed count is in the summary)."""
+    out: dict = {}
+    for task, schemes in summary.items():
+        wanted = get_task(task).key_metrics
+        for scheme, splits in schemes.items():
+            entry: dict = {}
+            for name, (candidates, metric) in wanted.items():
+                found = next((splits[s][metric] for s in candidates if metric in splits.get(s, {})), None)
+                if found is not None:
+                    entry[name] = round(found["mean"], 4)
+            out.setdefault(task, {})[scheme] = entry
     return out
 
 
@@ -74,12 +96,18 @@ def curve_means(curves: pd.DataFrame, value: str) -> pd.DataFrame:
     return grouped.mean().reset_index().rename(columns={"pe": "scheme"})
 
 
-def aggregate(
-    params: Params, runs_root: Path, results_root: Path, metrics_path: Path, records_path: Path, plots_dir: Path
-) -> None:
+def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: Path, summary_path: Path,
+              records_path: Path, plots_dir: Path) -> None:
+    """Write metrics_dir/<task>/<scheme>.json (key metrics), summary_path (every headline statistic),
+    records_path (every record) and plots_dir (curves for ``dvc plots``)."""
     records = load_records(params, runs_root, results_root)
     curves = load_curves(params, runs_root)
-    io.write_json(metrics_path, metrics_summary(records))
+    summary = summary_table(records)
+    with io.atomic_dir(metrics_dir) as tmp:
+        for task, schemes in key_metrics(summary).items():
+            for scheme, entry in schemes.items():
+                io.write_json(tmp / task / f"{scheme}.json", entry)
+    io.write_json(summary_path, summary)
     records_path.parent.mkdir(parents=True, exist_ok=True)
     records.to_csv(records_path, index=False)
     with io.atomic_dir(plots_dir) as tmp:

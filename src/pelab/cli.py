@@ -18,8 +18,59 @@ class _Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except click.UsageError as err:  # a bad option value of a subcommand: one line too, not click's three
+            report_and_exit(ValueError(err.format_message()))
         except USER_ERRORS as err:
             report_and_exit(err)
+
+
+class _LazyChoice(click.Choice):
+    """A click.Choice whose choices come from a registry on first use, so `pelab --help` never imports torch."""
+
+    def __init__(self, load, what: str) -> None:
+        self._load, self._choices, self._what = load, None, what
+        super().__init__([])
+
+    def convert(self, value, param, ctx):
+        if value not in self.choices:
+            self.fail(f"unknown {self._what} {value!r}; valid choices: {', '.join(self.choices)}", param, ctx)
+        return value
+
+    @property
+    def choices(self):
+        if self._choices is None:
+            self._choices = tuple(self._load())
+        return self._choices
+
+    @choices.setter
+    def choices(self, value) -> None:  # click.Choice.__init__ assigns it; the registry is the source
+        pass
+
+
+def _scheme_names() -> list[str]:
+    from pelab.positional import scheme_names
+
+    return scheme_names()
+
+
+def _task_names() -> list[str]:
+    from pelab.tasks import task_names
+
+    return task_names()
+
+
+class _Device(click.ParamType):
+    """auto | cpu | cuda | cuda:N (pelab.config.check_device, which also rejects CUDA on a CUDA-less machine)."""
+
+    name = "auto|cpu|cuda|cuda:N"
+
+    def convert(self, value, param, ctx):
+        from pelab.config import check_device
+
+        try:
+            return check_device(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
 
 
 @click.group(cls=_Group)
@@ -70,15 +121,15 @@ def compose_cmd(overrides: tuple[str, ...], conf_dir: str, out_path: str) -> Non
 
 
 @main.command("run")
-@click.option("--task", "task_name", required=True, help="a registered task (see `pelab tasks`)")
-@click.option("--scheme", required=True, help="a registered scheme (see `pelab schemes`)")
+@click.option("--task", "task_name", required=True, type=_LazyChoice(_task_names, "task"), help="see `pelab tasks`")
+@click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme"), help="see `pelab schemes`")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
 @click.option("--data", "data_dir", default=None, type=click.Path(file_okay=False),
               help="prepared data of the task (default: prepared into OUT/data)")
 @click.option("--steps", type=int, default=None, help="override <task>.train.steps")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--device", default=None, help="auto | cpu | cuda | cuda:N (default: params)")
+@click.option("--device", default=None, type=_Device(), help="default: the params' device")
 def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: str | None, steps: int | None,
             out_dir: str, device: str | None) -> None:
     """Train and evaluate one (task, scheme, seed) run outside DVC; print its headline metrics."""
@@ -96,7 +147,7 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
     task = get_task(task_name)
     raw = copy.deepcopy(yaml.safe_load(Path(params_path).read_text()) or {})
     raw["pe"] = {"schemes": [scheme]}
-    raw["tasks"] = [task_name]
+    raw["tasks"], raw["length_tasks"] = [task_name], []  # this one task, whichever study it belongs to
     raw["seeds"] = [seed]
     if steps is not None:
         raw.setdefault(task_name, {}).setdefault("train", {})["steps"] = steps
@@ -115,31 +166,28 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
 
 
 @main.command()
-@click.option("--records", "records_path", default="reports/records.csv", show_default=True,
+@click.option("--summary", "summary_path", default="reports/summary.json", show_default=True,
               type=click.Path(dir_okay=False))
-def summary(records_path: str) -> None:
-    """Print the headline table of the last run (mean ± sd over seeds) from reports/records.csv."""
-    import pandas as pd
+def summary(summary_path: str) -> None:
+    """Print the headline table of the last run (mean ± sd over seeds) from reports/summary.json."""
+    import json
 
-    from pelab.tasks import get_task
-
-    if not Path(records_path).exists():
-        raise FileNotFoundError(f"no records at {records_path}; run `dvc repro` (or `dvc exp run -S profile=quick`)")
-    records = pd.read_csv(records_path, dtype={"length": str})
-    overall = records[records["length"] == "all"]
-    for task, rows in overall.groupby("task", sort=False):
-        headline = get_task(str(task)).headline
-        columns = [(split, metric) for split, metrics in headline.items() for metric in metrics
-                   if not rows[(rows["split"] == split) & (rows["metric"] == metric)].empty]
-        click.echo(f"{task} (mean ± sd over {rows['seed'].nunique()} seeds)")
-        click.echo("  " + f"{'scheme':12s}" + "".join(f"{f'{split} {metric}':>30s}" for split, metric in columns))
-        for scheme, group in rows.groupby("pe", sort=False):
+    if not Path(summary_path).exists():
+        raise FileNotFoundError(f"no summary at {summary_path}; run `dvc repro` (or `dvc exp run -S profile=quick`)")
+    for task, schemes in json.loads(Path(summary_path).read_text()).items():
+        columns = list(dict.fromkeys((split, metric) for splits in schemes.values()
+                                     for split, metrics in splits.items() for metric in metrics))
+        seeds = max(stats["n"] for splits in schemes.values() for metrics in splits.values()
+                    for stats in metrics.values())
+        click.echo(f"{task} (mean ± sd over {seeds} seeds)")
+        click.echo(f"  {'scheme':12s}" + "".join(f"{f'{split} {metric}':>30s}" for split, metric in columns))
+        for scheme, splits in schemes.items():
             cells = []
             for split, metric in columns:
-                values = group[(group["split"] == split) & (group["metric"] == metric)]["value"]
-                sd = values.std() if len(values) > 1 else float("nan")
-                cells.append(f"{values.mean():.3f} ± {sd:.3f}" if len(values) else "–")
-            click.echo("  " + f"{scheme:12s}" + "".join(f"{c:>30s}" for c in cells))
+                stats = splits.get(split, {}).get(metric)
+                sd = "–" if stats is None or stats["sd"] is None else f"{stats['sd']:.3f}"
+                cells.append("–" if stats is None else f"{stats['mean']:.3f} ± {sd}")
+            click.echo(f"  {scheme:12s}" + "".join(f"{c:>30s}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -111,9 +111,13 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
-    tasks = tuple(str(t) for t in raw.get("tasks") or ())
+    # `tasks`: the main study's tasks (dvc.yaml stages train@…); `length_tasks`: the length-generalisation study's
+    # (train_length@…, pelab/tasks/length). Params.tasks is both, in that order.
+    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + tuple(str(t) for t in raw.get("length_tasks") or ())
     if not tasks:
-        raise ValueError(f"tasks is empty; list at least one of: {', '.join(task_names())}")
+        raise ValueError(f"tasks and length_tasks are empty; list at least one of: {', '.join(task_names())}")
+    if len(set(tasks)) != len(tasks):
+        raise ValueError(f"a task is listed twice in tasks + length_tasks: {list(tasks)}")
     device = str(raw.get("device", "auto"))
     check_device(device) if check_cuda else None
     reference = str(raw.get("reference", "sinusoidal"))

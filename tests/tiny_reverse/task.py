@@ -36,9 +36,10 @@ def reverse_split(n: int, length: int, generator: torch.Generator) -> dict[str, 
 
 
 class ReverseTask(Task):
-    name = "reverse"
+    name = "tiny_reverse"
     sections = {"data": ReverseData, "model": ModelConfig, "train": TrainConfig, "eval": ReverseEval}
     headline = {"test": ["exact_match"]}
+    key_metrics = {"exact": (("test",), "exact_match")}
 
     def prepare(self, cfg, out_dir: Path) -> None:
         g = torch.Generator().manual_seed(0)

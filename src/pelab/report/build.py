@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from pelab import io
 from pelab.config import Params
@@ -46,6 +47,6 @@ def build_report(
         ctx = ReportContext(params, records, curves, runs_dir, results_dir, data_dir, tmp)
         ctx.link = Path(figures_dir).name  # figures are drawn into a temporary directory, linked by their final name
         lines = header(ctx)
-        for section in SECTIONS:
+        for section in tqdm(SECTIONS, desc="report", unit="section", leave=False):
             lines += section(ctx)
     io.write_text_atomic(out_path, "\n".join(lines))

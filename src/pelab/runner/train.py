@@ -11,6 +11,7 @@ from pelab import io
 from pelab.config import Params, to_dict
 from pelab.positional import PositionalEncoding, check_scheme
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
+from pelab.runner.live import live_logger
 from pelab.tasks import get_task
 from pelab.training.accounting import run_cost
 from pelab.training.loop import pick_device, train
@@ -28,8 +29,11 @@ def position_snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: str | Path, out_dir: str | Path,
-              device: str | None = None) -> dict[str, float]:
-    """Train and write ``out_dir``; returns the run's cost record. ``out_dir`` appears only when complete."""
+              device: str | None = None, live_dir: str | Path | None = None) -> dict[str, float]:
+    """Train and write ``out_dir``; returns the run's cost record. ``out_dir`` appears only when complete.
+
+    ``live_dir``, if given, receives the training curves as they are logged (DVCLive, ``runner.live``).
+    """
     task, cfg = get_task(task_name), params.task(task_name)
     check_scheme(scheme)
     dev = pick_device(device or params.device)
@@ -42,12 +46,13 @@ def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: 
     torch.use_deterministic_algorithms(True, warn_only=True)
     validate = task.validation(cfg, data, dev)
     start = time.perf_counter()
-    with seeded(seed):  # the dropout stream: the same for every scheme
+    with seeded(seed), live_logger(live_dir) as log_row:  # seeded: the dropout stream, the same for every scheme
         result = train(
             model, task.batches(cfg, data, seed), task.loss(cfg), cfg.train, dev,
             desc=f"{task_name} {scheme} seed {seed}",
             snapshot=position_snapshot if cfg.train.checkpoints > 0 else None,
             on_log=(lambda step, m: validate(m)) if validate else None,
+            on_row=log_row,
             what=f"task {task_name}, scheme {scheme}, seed {seed}",
         )
     cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data)}

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 _BUILDERS: dict[str, str] = {
     "copy": "pelab.tasks.copy.task:CopyTask",
     "translation": "pelab.tasks.translation.task:TranslationTask",
+    # the length-generalisation study (pelab/tasks/length): bidirectional encoder, then causal decoder-only
+    "reverse": "pelab.tasks.length.task:ReverseTask",
+    "duplicate": "pelab.tasks.length.task:DuplicateTask",
+    "addition": "pelab.tasks.length.task:AdditionTask",
+    "reverse_causal": "pelab.tasks.length.task:ReverseCausalTask",
+    "duplicate_causal": "pelab.tasks.length.task:DuplicateCausalTask",
+    "addition_causal": "pelab.tasks.length.task:AdditionCausalTask",
 }
 _INSTANCES: dict[str, Task] = {}
 

@@ -56,7 +56,10 @@ class Task(ABC):
     name: ClassVar[str]
     sections: ClassVar[dict[str, type]]  # "data" | "model" | "train" | "eval" -> dataclass; the model one has
     # d_model and n_heads (what the positional schemes are built with)
-    headline: ClassVar[dict[str, list[str]]]  # split -> the metrics that go to reports/metrics.json
+    headline: ClassVar[dict[str, list[str]]]  # split -> the metrics summarised over seeds in reports/summary.json
+    # name in reports/metrics/<task>/<scheme>.json (what `dvc metrics show` prints, a handful per task) ->
+    # (the splits to look for, first found wins; the metric)
+    key_metrics: ClassVar[dict[str, tuple[tuple[str, ...], str]]]
 
     # ---------------------------------------------------------------------------------- configuration
     def config(self, raw: dict[str, Any] | None, schemes: tuple[str, ...] = ()) -> TaskConfig:

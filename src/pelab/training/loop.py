@@ -69,6 +69,7 @@ def train(
     desc: str = "train",
     snapshot: Callable[[nn.Module], dict[str, torch.Tensor]] | None = None,
     on_log: Callable[[int, nn.Module], dict[str, float]] | None = None,
+    on_row: Callable[[dict[str, float]], None] | None = None,
     what: str = "",
 ) -> TrainResult:
     """Run ``cfg.steps`` optimisation steps.
@@ -76,6 +77,7 @@ def train(
     next_batch(step) -> batch tensors (moved to ``device`` here); loss_fn(model, batch) -> (loss, n_tokens).
     snapshot(model), if given, is recorded at ``cfg.checkpoints`` evenly spaced steps (and step 0).
     on_log(step, model), if given, adds entries (e.g. validation loss) to the logged row.
+    on_row(row), if given, receives each logged row as it is made (the live DVCLive log).
     A non-finite loss raises ``DivergedError`` at once, naming ``what`` (task, scheme, seed), the step and the lr.
     """
     model.to(device).train()
@@ -122,6 +124,8 @@ def train(
                 model.train()
                 result.eval_time_s += time.perf_counter() - tick
             result.history.append(row)
+            if on_row is not None:
+                on_row(row)
             bar.set_postfix(loss=f"{row['loss']:.4f}")
     if snapshot is not None and cfg.steps in snapshot_steps:
         tick = time.perf_counter()

@@ -19,6 +19,7 @@ from pelab.report.sections import (
     distance_decay,
     invariants,
     learned_trajectory,
+    length,
     position_tables,
     shift_property,
     similarity,
@@ -40,4 +41,5 @@ SECTIONS: list[Callable[[ReportContext], list[str]]] = [
     translation_analyses.section,
     analyses.anchors,
     translation.section,
+    length.section,
 ]

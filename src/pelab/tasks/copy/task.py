@@ -47,6 +47,8 @@ class CopyTask(Task):
     name = "copy"
     sections = {"data": CopyDataConfig, "model": ModelConfig, "train": TrainConfig, "eval": CopyEvalConfig}
     headline = {"test": ["exact_match", "token_accuracy"], "test_long": ["exact_match", "token_accuracy"]}
+    key_metrics = {"exact": (("test",), "exact_match"), "exact_long": (("test_long",), "exact_match"),
+                   "token_long": (("test_long",), "token_accuracy")}
 
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         copy_data.prepare(cfg.data, out_dir)

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 
 import torch
+from tqdm.auto import tqdm
 
 from pelab.tasks.translation.config import DecodeConfig
 from pelab.tasks.translation.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, pad_sequences
@@ -146,8 +147,10 @@ def translate(
     *,
     beam_size: int = 1,
     max_positions: int | None = None,
+    desc: str | None = None,
 ) -> list[list[int]]:
     """Decode every source (ids ending in ``</s>``) in batches of similar length; results in input order.
+    ``desc``, if given, labels a progress bar over sentences (it disappears when done).
 
     beam_size 1 is greedy search. Sources longer than ``max_positions`` keep their first tokens and ``</s>``.
     """
@@ -159,6 +162,7 @@ def translate(
     limits = max_lengths([len(s) for s in sources], cfg, max_positions)
     batch_size = max(1, cfg.batch_size // beam_size)
     out: list[list[int]] = [[] for _ in sources]
+    bar = tqdm(total=len(order), desc=desc, unit="sent", leave=False, mininterval=1.0, disable=desc is None)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         src = pad_sequences([sources[i] for i in chunk]).to(device)
@@ -170,4 +174,6 @@ def translate(
                 hyps = beam_search(model, src, limit, beam_size, cfg.length_penalty)
         for i, hyp in zip(chunk, hyps):
             out[i] = hyp
+        bar.update(len(chunk))
+    bar.close()
     return out

@@ -62,7 +62,8 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
         hyps_by_decoding = {}
         for decoding, beam, n in (("greedy", 1, len(sources)), ("beam", decode_cfg.beam_size, n_beam)):
             start = time.perf_counter()
-            ids = translate(model, sources[:n], decode_cfg, beam_size=beam, max_positions=capacity)
+            ids = translate(model, sources[:n], decode_cfg, beam_size=beam, max_positions=capacity,
+                            desc=f"{split} {decoding}")
             elapsed = time.perf_counter() - start
             hyps = decode(data.tokenizer, ids)
             hyps_by_decoding[decoding] = hyps

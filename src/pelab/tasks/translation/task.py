@@ -104,6 +104,9 @@ class TranslationTask(Task):
                 "eval": TranslationEvalConfig}
     _metrics = ["bleu_beam", "chrf_beam", "bleu_greedy", "chrf_greedy"]
     headline = {"test_2016_flickr": _metrics, "test_2017_flickr": _metrics, "test": _metrics, "val": ["loss"]}
+    _first = ("test_2016_flickr", "test")  # Multi30k's headline test set, else the corpus' own test split
+    key_metrics = {"bleu": (_first, "bleu_beam"), "chrf": (_first, "chrf_beam"),
+                   "bleu17": (("test_2017_flickr",), "bleu_beam")}
 
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         translation_data.prepare(cfg.data, out_dir)

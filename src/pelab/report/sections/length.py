@@ -1,0 +1,116 @@
+"""The length-generalisation study: accuracy at every length, mean accuracy beyond N, a cross-task ranking."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pelab.analysis.length_ranking import ranking
+from pelab.report import length_figures
+from pelab.report.context import ReportContext
+from pelab.report.tables import markdown_table, seed_values
+from pelab.stats import summarize
+
+TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
+
+
+def length_tasks(ctx: ReportContext) -> list[str]:
+    from pelab.tasks import get_task
+    from pelab.tasks.length.task import LengthTask
+
+    return [t for t in ctx.params.tasks if isinstance(get_task(t), LengthTask) and ctx.has_task(t)]
+
+
+def chance_level(ctx: ReportContext, task: str) -> float:
+    from pelab.tasks import get_task
+    from pelab.tasks.length.data.problems import PROBLEMS
+
+    return 1.0 / PROBLEMS[get_task(task).problem].alphabet(ctx.cfg(task).data.n_symbols)
+
+
+def _cell(values: list[float]) -> str:
+    s = summarize(values)
+    return f"{s['mean']:.3f}" + ("" if s["sd"] != s["sd"] else f" ± {s['sd']:.3f}")
+
+
+def reading(ctx: ReportContext, task: str) -> str:
+    """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at chance."""
+    schemes, records = ctx.schemes, ctx.records
+    beyond = {s: summarize(seed_values(records, task, s, "beyond", "token_accuracy"))["mean"] for s in schemes}
+    inside = {s: summarize(seed_values(records, task, s, "in", "exact_match"))["mean"] for s in schemes}
+    chance = chance_level(ctx, task)
+    best = max(beyond, key=beyond.get)
+    fit = [s for s in schemes if inside[s] >= 0.9]
+    near_chance = [s for s in schemes if beyond[s] <= chance + 0.05]
+    parts = [f"**{task}.** " + (f"{len(fit)} of {len(schemes)} schemes fit the trained lengths (exact match ≥ 0.9 "
+                                f"on unseen sequences): {', '.join(f'`{s}`' for s in fit)}." if fit else
+                                "No scheme reaches 0.9 exact match on unseen sequences of the trained lengths.")]
+    parts.append(f"Beyond them the best token accuracy is `{best}`'s ({beyond[best]:.3f}; chance {chance:.2f}).")
+    if near_chance:
+        parts.append("At most 0.05 above chance beyond N: " + ", ".join(f"`{s}`" for s in near_chance) + ".")
+    return " ".join(parts)
+
+
+def section(ctx: ReportContext) -> list[str]:
+    tasks = length_tasks(ctx)
+    if not tasks:
+        return []
+    records, schemes = ctx.records, ctx.schemes
+    cfg = ctx.cfg(tasks[0])
+    train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
+    chance = {t: chance_level(ctx, t) for t in tasks}
+    length_figures.accuracy_by_length(records, tasks, schemes, train_max, chance, "token_accuracy",
+                                      ctx.figure(TOKEN_FIGURE))
+    length_figures.accuracy_by_length(records, tasks, schemes, train_max, chance, "exact_match",
+                                      ctx.figure(EXACT_FIGURE))
+    header = ["scheme", *(f"{t}: in | beyond" for t in tasks)]
+    body = [[f"`{s}`", *(f"{_cell(seed_values(records, t, s, 'in', 'token_accuracy'))} | "
+                         f"**{_cell(seed_values(records, t, s, 'beyond', 'token_accuracy'))}**" for t in tasks)]
+            for s in schemes]
+    exact = [[f"`{s}`", *(f"{_cell(seed_values(records, t, s, 'in', 'exact_match'))} | "
+                          f"{_cell(seed_values(records, t, s, 'beyond', 'exact_match'))}" for t in tasks)]
+             for s in schemes]
+    beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
+                     & (records["metric"] == "token_accuracy") & (records["length"] == "all")]
+    rank = ranking(beyond[beyond["pe"].isin(schemes)][["task", "pe", "seed", "value"]])
+    rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}", f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}",
+                  f"{r['first']:.2f}"] for s, r in rank.iterrows()]
+    learned_note = ""
+    if "learned" in schemes:
+        rows_used = max(ctx.cfg(t).data.test_max for t in tasks)
+        learned_note = (f" `learned` has {ctx.cfg(tasks[0]).options('learned').max_positions} rows so that every "
+                        f"evaluated position has one; rows past the longest trained row never receive a gradient, so "
+                        f"beyond N it reads untrained (initial) rows.")
+    return [
+        "## Length generalisation",
+        "",
+        f"Each task is trained on input lengths 1..N (N = {cfg.data.train_max}) and scored at every length "
+        f"1..M (M = {cfg.data.test_max}), {cfg.data.n_test} sequences per length (at the trained lengths none of "
+        f"them occurs in training). Tasks named `<problem>` use the bidirectional encoder and read the answer at "
+        f"blank positions after the input (Ruoss et al. 2023); `<problem>_causal` use a decoder-only model with a "
+        f"causal mask that generates the answer after a separator, greedily, from its own outputs (Kazemnejad et "
+        f"al. 2023). Model: {cfg.model.n_layers} layers, d = {cfg.model.d_model}, {cfg.model.n_heads} heads; "
+        f"{cfg.train.steps} steps of {cfg.train.batch_size} sequences of one length each, drawn uniformly from "
+        f"1..N; the same data, batch order and initial weights for every scheme (seeds pair across schemes)."
+        + learned_note,
+        "",
+        f"Mean token accuracy over the trained lengths (in) and beyond them (beyond, N+1..M; each length weighted "
+        f"equally), mean ± sd over {len(ctx.seeds)} seeds:",
+        "",
+        markdown_table(header, body),
+        "",
+        "Exact match (whole answer right), in | beyond:",
+        "",
+        markdown_table(header, exact),
+        "",
+        *(reading(ctx, t) + "\n" for t in tasks),
+        f"**Ranking across the {len(tasks)} tasks** by token accuracy beyond N: mean reciprocal rank (MRR, 1 = "
+        "first on every task), the same ranking redone on each seed alone (mean ± sd over seeds), and the share "
+        "of (task, seed) pairs in which the scheme is first:",
+        "",
+        markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows),
+        "",
+        ctx.image("length generalisation, token accuracy", TOKEN_FIGURE),
+        "",
+        ctx.image("length generalisation, exact match", EXACT_FIGURE),
+        "",
+    ]

@@ -1,0 +1,33 @@
+"""Live training curves through DVCLive (https://dvc.org/doc/dvclive), one directory per run.
+
+Every logged row of the training loop (loss, learning rate, and the validation loss of tasks that compute
+one) goes to ``<live_dir>/plots/metrics/<name>.tsv`` as it is produced, so ``dvc plots show``, ``dvc exp show``
+and the DVC extension of VS Code follow a study while it runs. The train stage declares that folder as
+its plot output (dvc.yaml); DVCLive's own ``dvc.yaml`` and experiment saving are off, because the pipeline
+already is the experiment.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+
+@contextmanager
+def live_logger(live_dir: str | Path | None) -> Iterator[Callable[[dict[str, float]], None] | None]:
+    """Yields ``log(row)`` for rows {"step", <metric>: value, ...} (None when ``live_dir`` is None)."""
+    if live_dir is None:
+        yield None
+        return
+    from dvclive import Live  # imported here: it is only needed by runs that log
+
+    with Live(dir=str(live_dir), dvcyaml=None, save_dvc_exp=False, report=None) as live:
+        def log(row: dict[str, float]) -> None:
+            live.step = int(row["step"])
+            for name, value in row.items():
+                if name != "step" and value is not None:
+                    live.log_metric(name, float(value))
+            live.next_step()
+
+        yield log

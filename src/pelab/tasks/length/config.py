@@ -1,0 +1,72 @@
+"""Config sections of the length tasks: ``<task>.data``, ``<task>.model``, ``<task>.train``, ``<task>.eval``.
+
+Every length task reads the same shared block (``length:`` in conf/config.yaml) unless it overrides it, so the
+problems and both architectures are trained with the same model size, budget and schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pelab.config import TrainConfig
+
+__all__ = ["LengthDataConfig", "LengthEvalConfig", "LengthModelConfig", "TrainConfig"]
+
+
+@dataclass(frozen=True)
+class LengthDataConfig:
+    """Training on input lengths 1..train_max, testing at every length 1..test_max.
+
+    One dataset (drawn with ``seed``) serves every scheme and training seed. At each training length the test
+    sequences are drawn first and never occur in training (a length with few distinct sequences holds
+    ``holdout_share`` of them out); longer lengths are test only.
+    """
+
+    n_symbols: int = 2  # input alphabet 0..n_symbols-1 (binary addition always uses 2)
+    train_max: int = 10  # N: training lengths 1..N
+    test_max: int = 40  # M: evaluation at every length 1..M
+    n_train: int = 10000  # training sequences, split evenly over the training lengths
+    n_test: int = 64  # test sequences per length
+    seed: int = 0  # the data seed (not a training seed)
+    holdout_share: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.n_symbols < 2:
+            raise ValueError(f"length data.n_symbols must be >= 2, got {self.n_symbols}")
+        if not 1 <= self.train_max <= self.test_max:
+            raise ValueError(f"length data needs 1 <= train_max <= test_max, got train_max={self.train_max}, "
+                             f"test_max={self.test_max}")
+        for name in ("n_train", "n_test"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"length data.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 < self.holdout_share < 1.0:
+            raise ValueError(f"length data.holdout_share must be in (0, 1), got {self.holdout_share}")
+
+
+@dataclass(frozen=True)
+class LengthModelConfig:
+    """Pre-LN Transformer layers: bidirectional (``<problem>``) or causal (``<problem>_causal``)."""
+
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int = 256
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if min(self.d_model, self.n_layers, self.n_heads, self.d_ff) < 1:
+            raise ValueError(f"model sizes must be >= 1, got d_model={self.d_model}, n_layers={self.n_layers}, "
+                             f"n_heads={self.n_heads}, d_ff={self.d_ff}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass(frozen=True)
+class LengthEvalConfig:
+    batch_size: int = 256  # sequences per forward pass at evaluation
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"length eval.batch_size must be >= 1, got {self.batch_size}")

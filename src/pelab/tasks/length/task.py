@@ -1,0 +1,124 @@
+"""The length tasks behind the ``Task`` interface: what training executes (evaluation: ``evaluate.py``).
+
+Registry names: ``<problem>`` (bidirectional encoder, answer read at blank positions) and ``<problem>_causal``
+(decoder-only, answer generated after the separator), for the problems of ``data/problems.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from pelab.tasks.base import Batch, Task, TaskConfig
+from pelab.tasks.length import data as length_data
+from pelab.tasks.length.config import LengthDataConfig, LengthEvalConfig, LengthModelConfig, TrainConfig
+from pelab.tasks.length.data import LengthData
+from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
+from pelab.tasks.length.data.problems import PROBLEMS, vocab_size
+from pelab.tasks.length.model import LengthTransformer, build_length_model
+from pelab.training.loop import autocast
+
+VAL_PER_LENGTH = 16  # held-out sequences per training length behind the validation-loss curve
+
+
+def rows(data: LengthData, sources: torch.Tensor, causal: bool) -> Batch:
+    """Sources of one length (B, s) -> (tokens, targets) in the task's layout."""
+    question, answer = data.problem.question_answer(sources, data.config.n_symbols)
+    return (decoder_rows if causal else encoder_rows)(question, answer, data.config.n_symbols)
+
+
+def length_loss(model: LengthTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
+    tokens, targets = batch
+    logits = model(tokens)  # (B, T, V)
+    n_answer = int((targets != IGNORE).sum())
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE), n_answer
+
+
+class LengthTask(Task):
+    """One problem in one architecture; subclasses set ``problem`` and ``causal``."""
+
+    problem: ClassVar[str]
+    causal: ClassVar[bool]
+    sections = {"data": LengthDataConfig, "model": LengthModelConfig, "train": TrainConfig, "eval": LengthEvalConfig}
+    # "in": test sequences of the training lengths 1..N (none seen in training); "beyond": lengths N+1..M.
+    headline = {"in": ["exact_match", "token_accuracy"], "beyond": ["exact_match", "token_accuracy"]}
+    key_metrics = {"exact": (("in",), "exact_match"), "exact_long": (("beyond",), "exact_match"),
+                   "token_long": (("beyond",), "token_accuracy")}
+
+    def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
+        length_data.prepare(self.problem, cfg.data, out_dir)
+
+    def load_data(self, data_dir: Path) -> LengthData:
+        data = length_data.load(data_dir)
+        if data.problem.name != self.problem:
+            raise ValueError(f"{data_dir} holds problem {data.problem.name!r}, task {self.name!r} needs {self.problem!r}")
+        return data
+
+    def data_info(self, data: LengthData) -> dict[str, Any]:
+        return {"vocab_size": data.vocab_size, "max_length": self.row_length(data.config, data.config.test_max),
+                "train_max": data.config.train_max, "test_max": data.config.test_max}
+
+    def row_length(self, cfg: LengthDataConfig, n: int) -> int:
+        """Tokens in one row of length n: question + SEP + answer slots (encoder) or question + answer (decoder)."""
+        problem = PROBLEMS[self.problem]
+        question = problem.source_length(n) + (1 if self.problem == "addition" else 0)
+        return question + problem.answer_length(n) + (0 if self.causal else 1)
+
+    def max_length(self, cfg: TaskConfig) -> int:
+        return self.row_length(cfg.data, cfg.data.test_max)
+
+    def build_model(self, model_cfg: LengthModelConfig, scheme: str, options: Any, seed: int,
+                    info: dict[str, Any]) -> LengthTransformer:
+        return build_length_model(scheme, int(info["vocab_size"]), model_cfg, options, seed, causal=self.causal)
+
+    def batches(self, cfg: TaskConfig, data: LengthData, seed: int) -> Callable[[int], Batch]:
+        """One length per batch, drawn uniformly from 1..N; then ``batch_size`` of its training sequences (with
+        replacement). The order depends on the seed only."""
+        order = torch.Generator().manual_seed(seed)
+        train, lengths = data.splits["train"], sorted(data.splits["train"])
+
+        def next_batch(step: int) -> Batch:
+            n = lengths[int(torch.randint(0, len(lengths), (1,), generator=order))]
+            pick = torch.randint(0, len(train[n]), (cfg.train.batch_size,), generator=order)
+            return rows(data, train[n][pick], self.causal)
+
+        return next_batch
+
+    def loss(self, cfg: TaskConfig):
+        return length_loss
+
+    def validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
+        held_out = [rows(data, sources[:VAL_PER_LENGTH], self.causal)
+                    for n, sources in data.splits["test"].items() if n <= data.config.train_max]
+
+        @torch.no_grad()
+        def val_loss(model: LengthTransformer) -> dict[str, float]:
+            model.eval()
+            total = count = 0.0
+            for tokens, targets in held_out:
+                with autocast(device):
+                    loss, n = length_loss(model, (tokens.to(device), targets.to(device)))
+                total, count = total + float(loss) * n, count + n
+            return {"val_loss": total / count}
+
+        return val_loss
+
+    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
+        from pelab.tasks.length.evaluate import evaluate
+
+        return evaluate(cfg, model, data, device, causal=self.causal)
+
+
+def _task_class(problem: str, causal: bool) -> type[LengthTask]:
+    name = f"{problem}_causal" if causal else problem
+    return type(f"{problem.title()}{'Causal' if causal else ''}Task", (LengthTask,),
+                {"name": name, "problem": problem, "causal": causal, "__module__": __name__})
+
+
+ReverseTask, DuplicateTask, AdditionTask = (_task_class(p, False) for p in ("reverse", "duplicate", "addition"))
+ReverseCausalTask, DuplicateCausalTask, AdditionCausalTask = (
+    _task_class(p, True) for p in ("reverse", "duplicate", "addition"))
