@@ -104,11 +104,11 @@ def test_reciprocal_ranks_and_the_ranking_over_tasks_and_seeds():
 
 def test_length_tasks_run_through_the_runner_and_aggregate(tmp_path):
     raw = smoke_raw(tasks=[], length_tasks=["reverse", "duplicate_causal"], seeds=[0, 1],
-                    pe={"schemes": ["none", "alibi"]})
+                    length_schemes=["none", "alibi"])
     params = parse_params(raw)
     for task in params.tasks:
         get_task(task).prepare(params.task(task), tmp_path / "data" / task)
-        for scheme in params.schemes:
+        for scheme in params.schemes_of(task):
             for seed in params.seeds:
                 run = tmp_path / f"runs/{task}/{scheme}/seed_{seed}"
                 train_run(params, task, scheme, seed, tmp_path / "data" / task, run, device="cpu")
@@ -123,3 +123,126 @@ def test_length_tasks_run_through_the_runner_and_aggregate(tmp_path):
     assert sorted(per_length["length"].astype(int)) == list(range(1, cfg.test_max + 1))
     metrics = io.read_json(tmp_path / "metrics/duplicate_causal/none.json")
     assert set(metrics) == {"exact", "exact_long", "token_long"} and 0.0 <= metrics["token_long"] <= 1.0
+
+
+# ------------------------------------------------------------------------------------------------------
+# The schemes of the length study: FIRE and randomized positions
+# ------------------------------------------------------------------------------------------------------
+
+
+def test_fire_equals_the_paper_formula_on_a_small_causal_case():
+    """b(i, j) = f(ψ(i − j) / ψ(max(L, i))), ψ(x) = log(c·x + 1), f a 1 → 3 → H ReLU MLP (Li et al. 2023, eq. 4)."""
+    import math
+
+    from pelab.positional import build_positional_encoding
+
+    pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True,
+                                   options={"mlp_width": 3, "init_c": 0.5, "threshold": 3.0})
+    with torch.no_grad():
+        pe.mlp[0].weight.copy_(torch.tensor([[1.0], [-2.0], [0.5]]))
+        pe.mlp[0].bias.copy_(torch.tensor([0.1, 0.3, -0.2]))
+        pe.mlp[2].weight.copy_(torch.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]]))
+        pe.mlp[2].bias.copy_(torch.tensor([0.0, -0.1]))
+    positions = torch.arange(6)
+    bias = pe.bias(positions, positions).detach()  # (H, T, T)
+
+    def expected(i: int, j: int, head: int) -> float:
+        psi = lambda x: math.log(0.5 * x + 1)  # noqa: E731
+        x = psi(i - j) / (psi(max(3.0, i)) + 1e-6)
+        hidden = [max(0.0, w * x + b) for w, b in ((1.0, 0.1), (-2.0, 0.3), (0.5, -0.2))]
+        out = [[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]][head]
+        return sum(o * h for o, h in zip(out, hidden)) + (0.0, -0.1)[head]
+
+    for i in range(6):
+        for j in range(i + 1):
+            for head in range(2):
+                assert float(bias[head, i, j]) == pytest.approx(expected(i, j, head), abs=1e-5)
+
+
+def test_fire_keeps_the_sign_of_the_offset_in_the_encoder_and_interpolates_into_the_unit_interval():
+    from pelab.positional import build_positional_encoding
+
+    pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=False, options={"threshold": 4.0})
+    positions = torch.arange(50)
+    x = pe.normalized_distance(positions, positions).detach()  # (T, T)
+    offsets = positions[:, None] - positions[None, :]
+    assert torch.equal(torch.sign(x), torch.sign(offsets).float())
+    assert float(x.abs().max()) <= 1.0
+    # the farthest key on each side of a query past the threshold maps to exactly ±1: longer contexts reuse the range
+    assert x[49, 0] == pytest.approx(1.0, abs=1e-4) and x[10, 0] == pytest.approx(1.0, abs=1e-4)
+    assert x[0, 49] == pytest.approx(-1.0, abs=1e-4) and x[10, 49] == pytest.approx(-1.0, abs=1e-4)
+    causal = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True, options={"threshold": 4.0})
+    causal.load_state_dict(pe.state_dict())
+    lower = torch.tril(torch.ones(50, 50, dtype=torch.bool))  # the keys a causal query sees: the same values
+    assert torch.equal(causal.normalized_distance(positions, positions).detach()[lower], x[lower])
+
+
+@pytest.mark.parametrize("scheme", ["rand_sinusoidal", "rand_learned", "rand_rope"])
+def test_randomized_positions_are_sorted_distinct_in_range_fresh_in_training_and_fixed_at_evaluation(scheme):
+    from pelab.positional import build_positional_encoding
+
+    pe = build_positional_encoding(scheme, d_model=8, n_heads=2, options={"max_position": 40, **(
+        {"max_positions": 40} if scheme == "rand_learned" else {})})
+    torch.manual_seed(0)
+    draws = [pe.sample_positions(12) for _ in range(20)]
+    for p in draws:
+        assert p.shape == (12,) and bool((p[1:] > p[:-1]).all()) and 0 <= int(p.min()) and int(p.max()) < 40
+    assert len({tuple(p.tolist()) for p in draws}) > 15  # fresh every training step
+    assert int(torch.stack(draws).max()) > 30  # training reaches positions far beyond the sequence length
+    pe.eval()
+    assert torch.equal(pe.sample_positions(12), pe.sample_positions(12))
+    with pytest.raises(ValueError, match="cannot place a sequence of length 41"):
+        pe.sample_positions(41)
+
+
+def test_a_randomized_scheme_is_its_wrapped_scheme_at_the_drawn_positions():
+    from pelab.positional import build_positional_encoding
+
+    rand = build_positional_encoding("rand_rope", d_model=16, n_heads=2, options={"base": 100.0, "max_position": 64})
+    rope = build_positional_encoding("rope", d_model=16, n_heads=2, options={"base": 100.0})
+    q, k = torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    positions = rand.sample_positions(5)
+    for a, b in zip(rand.rotate(q, k, positions, positions), rope.rotate(q, k, positions, positions)):
+        assert torch.equal(a, b)
+    # the length model hands the drawn positions to the scheme: training outputs vary, evaluation is fixed
+    model = build_length_model("rand_rope", 5, LengthModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32),
+                               rand.Options(base=100.0, max_position=64), seed=0, causal=False)
+    tokens = torch.randint(0, 5, (2, 9))
+    model.train()
+    assert not torch.allclose(model(tokens), model(tokens))
+    model.eval()
+    assert torch.equal(model(tokens), model(tokens))
+
+
+def test_randomized_schemes_are_refused_by_tasks_whose_models_do_not_draw_positions():
+    raw = smoke_raw(pe={"schemes": ["rope", "rand_rope"]})
+    with pytest.raises(ValueError, match="scheme 'rand_rope' randomizes positions, which task 'copy' does not support"):
+        parse_params(raw)
+    params = parse_params(smoke_raw(length_tasks=["reverse"], length_schemes=["rand_rope", "fire"]))
+    assert params.schemes_of("reverse") == ("rand_rope", "fire") and "rand_rope" not in params.schemes_of("copy")
+
+
+def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_beyond_n(tmp_path):
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import evaluate, scaled_positions
+
+    task = get_task("reverse_causal")
+    params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse_causal"], length_schemes=["rope", "none"]))
+    cfg = params.task("reverse_causal")
+    task.prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))
+    base = model.pe.base
+    rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
+    assert model.pe.base == base  # NTK scaling is undone after evaluation
+    n_max, train_max = cfg.data.test_max, cfg.data.train_max
+    for split in ("test_pi", "test_ntk"):
+        assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(train_max + 1, n_max + 1))
+    assert {r["split"] for r in rows if r["length"] == "all"} == {"in", "beyond", "beyond_pi", "beyond_ntk"}
+    # interpolation maps the longest test row into the trained rows' range of positions
+    trained, longest = task.row_length(cfg.data, train_max), task.row_length(cfg.data, n_max)
+    assert float(scaled_positions(longest, trained / longest, "cpu").max()) < trained
+    # a model without RoPE gets no extension rows
+    plain = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
+    rows = evaluate(cfg, plain, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
+    assert {r["split"] for r in rows} == {"test", "in", "beyond"}

@@ -23,14 +23,23 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
     assert committed == composed, "params.yaml drifted from conf/: run `pelab compose --out params.yaml`"
 
 
-def test_pe_all_lists_every_registered_scheme_in_registry_order(repo_root):
+RANDOMIZED = ["rand_sinusoidal", "rand_learned", "rand_rope"]  # the length study's models only
+
+
+def main_schemes() -> list[str]:
+    return [s for s in scheme_names() if s not in RANDOMIZED]
+
+
+def test_pe_all_lists_every_scheme_every_task_can_use_in_registry_order(repo_root):
     all_cfg = yaml.safe_load((repo_root / "conf/pe/all.yaml").read_text())
-    assert list(all_cfg["selected"]) == scheme_names()
-    assert compose_params(repo_root / "conf", ["pe=all"])["pe"]["schemes"] == scheme_names()
+    assert list(all_cfg["selected"]) == main_schemes()
+    assert compose_params(repo_root / "conf", ["pe=all"])["pe"]["schemes"] == main_schemes()
+    full = compose_params(repo_root / "conf", ["profile=full"])
+    assert full["length_schemes"] == scheme_names()  # the full length study runs every scheme
 
 
 def test_every_scheme_has_its_config_group_file(repo_root):
-    for name in scheme_names():
+    for name in main_schemes():
         cfg = yaml.safe_load((repo_root / "conf/pe" / f"{name}.yaml").read_text())
         assert cfg["selected"] == {name: name}
         assert compose_params(repo_root / "conf", [f"pe={name}"])["pe"]["schemes"] == [name]
@@ -64,7 +73,7 @@ def test_each_task_reads_each_scheme_options_through_its_own_section(repo_root):
     changed = compose_params(repo_root / "conf", ["profile=smoke", "positional.rope.base=500"])
     assert changed["copy"]["positional"]["rope"] == changed["translation"]["positional"]["rope"] == {"base": 500.0}
     for task in ("copy", "translation"):
-        for scheme in base["positional"]:
+        for scheme in main_schemes():
             if scheme != "rope":
                 assert changed[task]["positional"][scheme] == base[task]["positional"][scheme]
     # the copy task sizes T5's buckets to its lengths; translation keeps T5's own
@@ -81,4 +90,7 @@ def test_conf_positional_lists_every_scheme_with_exactly_its_declared_options(re
     for name, options in composed["positional"].items():
         assert sorted(options) == option_names(name), name
     for task in composed["tasks"]:
-        assert list(composed[task]["positional"]) == scheme_names(), task
+        assert list(composed[task]["positional"]) == main_schemes(), task
+    assert list(composed["length"]["positional"]) == scheme_names()
+    for name, options in composed["length"]["positional"].items():
+        assert sorted(options) == option_names(name), name

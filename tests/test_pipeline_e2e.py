@@ -1,11 +1,12 @@
 """The real pipeline, end to end: `dvc repro` and `dvc exp run -S ...` on the smoke profile (three schemes,
-two seeds) in a temporary copy of the repository. Checks the outputs, and that caching follows meaning:
+two seeds, and the length study's smoke tasks with three schemes) in a temporary copy of the repository. Checks
+the outputs, and that caching follows meaning:
 
 * touching an evaluation module re-runs evaluation, aggregate and report, and no training stage;
 * changing one option of `t5` for one task retrains only that task's `t5` runs;
 * adding a seed trains only that seed;
 * SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the runs not finished before the kill;
-* `dvc exp run -S pe=alibi`-style subsets reuse cached runs.
+* `dvc exp run -S 'pe=[rope,t5]'`-style subsets reuse cached runs.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "pelab-test", "GIT_AUTHOR_EMAIL": "test@pelab.inva
            "GIT_COMMITTER_NAME": "pelab-test", "GIT_COMMITTER_EMAIL": "test@pelab.invalid"}
 ENV = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
 SCHEMES, SEEDS, TASKS = ["none", "rope", "t5"], [0, 1], ["copy", "translation"]
-LENGTH_TASKS = ["reverse", "addition_causal"]  # the smoke profile's length study
-OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]"]
+LENGTH_TASKS, LENGTH_SCHEMES = ["reverse", "addition_causal"], ["none", "fire", "rand_rope"]  # the length study
+OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]",
+             f"length_schemes=[{','.join(LENGTH_SCHEMES)}]"]
 
 
 def run(cmd: list[str], cwd: Path) -> str:
@@ -85,7 +87,7 @@ def project(repo_root, tmp_path_factory) -> Path:
     run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
     assert ran(out, "train") == trains()
-    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, stage="train_length")
+    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length")
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "smoke results"], dest)
     return dest
@@ -101,7 +103,8 @@ def test_repro_writes_metrics_report_and_figures(project):
         assert set(json.loads((project / f"reports/metrics/translation/{scheme}.json").read_text())) == {
             "bleu", "chrf", "bleu17"}
     shown = run(["dvc", "metrics", "show"], project).splitlines()
-    assert len(shown) == 1 + len(TASKS + LENGTH_TASKS) * len(SCHEMES) and max(map(len, shown)) <= 120, shown
+    assert len(shown) == 1 + len(TASKS) * len(SCHEMES) + len(LENGTH_TASKS) * len(LENGTH_SCHEMES), shown
+    assert max(map(len, shown)) <= 120, shown
     summary = (project / "reports/summary.json").read_text()
     assert "NaN" not in summary and json.loads(summary)["copy"]["rope"]["test"]["exact_match"]["sd"] >= 0.0
     # DVCLive's live curves of every run, and the report's figures, are DVC plots
@@ -122,7 +125,7 @@ def test_repro_writes_metrics_report_and_figures(project):
     assert "## Length generalisation" in report and "length_token_accuracy.png" in report
     for task in LENGTH_TASKS:
         assert f"**{task}.**" in report  # its generated reading
-    for scheme in SCHEMES:
+    for scheme in LENGTH_SCHEMES:
         entry = json.loads((project / f"reports/metrics/addition_causal/{scheme}.json").read_text())
         assert set(entry) == {"exact", "exact_long", "token_long"}
     records = (project / "reports/records.csv").read_text().splitlines()
@@ -145,7 +148,7 @@ def test_editing_evaluation_code_reruns_evaluation_but_no_training(project):
     path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
     out = run(["dvc", "repro"], project)
     assert ran(out, "train_length") == set() and ran(out, "train") == set()
-    assert ran(out, "evaluate_length") == {f"evaluate_length@{t}-{s}" for t in LENGTH_TASKS for s in SCHEMES}
+    assert ran(out, "evaluate_length") == {f"evaluate_length@{t}-{s}" for t in LENGTH_TASKS for s in LENGTH_SCHEMES}
 
 
 def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
@@ -179,14 +182,15 @@ def test_adding_a_seed_trains_only_it_and_a_kill_loses_only_the_run_in_progress(
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)
-    base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=rope"]
+    base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=[rope,t5]",
+            "-S", f"length_schemes=[{LENGTH_SCHEMES[0]}]"]
     out = run(["dvc", "exp", "run", *base], project)
-    assert ran(out, "train") == set()  # rope already trained with these params
+    assert ran(out, "train") == set() and ran(out, "train_length") == set()  # all trained with these params
     params = yaml.safe_load((project / "params.yaml").read_text())
-    assert params["pe"]["schemes"] == ["rope"]
-    assert [p.name for p in (project / "reports/metrics/copy").iterdir()] == ["rope.json"]
+    assert params["pe"]["schemes"] == ["rope", "t5"]  # Hydra merged the two options into a subset
+    assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["rope.json", "t5.json"]
 
     out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25"], project)
-    assert ran(out, "train") == trains(tasks=["copy"], schemes=["rope"])
+    assert ran(out, "train") == trains(tasks=["copy"], schemes=["rope", "t5"])
     diff = run(["dvc", "metrics", "diff", "--all"], project)
     assert "reports/metrics/copy/rope.json" in diff and "exact" in diff

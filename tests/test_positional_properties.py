@@ -11,14 +11,17 @@ from torch.testing import assert_close
 from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.model.blocks import Encoder
 from pelab.positional import build_positional_encoding, scheme_names
+from pelab.positional.fire import FIREPositionalEncoding
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
 SCHEMES = scheme_names()
-RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5"]
-ABSOLUTE_SCHEMES = ["sinusoidal", "learned"]
-BIAS_SCHEMES = ["alibi", "alibi_sym", "t5"]
+# fire: relative, and shift-invariant too (its normaliser reads extents relative to the keys; pelab.positional.fire).
+# The randomized schemes are their wrapped scheme at the positions a model gives them (the copy model: 0..T-1).
+RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5", "fire", "rand_rope"]
+ABSOLUTE_SCHEMES = ["sinusoidal", "learned", "rand_sinusoidal", "rand_learned"]
+BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "fire"]
 
 TRAIN_LENGTH = 20
 VOCAB = 12
@@ -36,6 +39,9 @@ def make_model(scheme: str, seed: int = 0) -> CopyTransformer:
         for module in model.modules():
             if hasattr(module, "table") and isinstance(module.table, torch.nn.Embedding):
                 module.table.weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(seed))
+            if isinstance(module, FIREPositionalEncoding):  # its MLP starts nearly flat over short distances
+                for param in module.mlp.parameters():
+                    param.normal_(0.0, 2.0, generator=torch.Generator().manual_seed(seed))
     return model
 
 

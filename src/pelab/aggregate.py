@@ -25,7 +25,7 @@ RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
 
 def _runs(params: Params):
     for task in params.tasks:
-        for scheme in params.schemes:
+        for scheme in params.schemes_of(task):
             for seed in params.seeds:
                 yield task, scheme, seed
 

@@ -86,6 +86,12 @@ class Params:
     positional: dict[str, Any]  # scheme -> its validated Options (the defaults every task starts from)
     task_configs: dict[str, Any]  # task -> TaskConfig
     raw: dict[str, Any]
+    length_tasks: tuple[str, ...] = ()  # the length study's tasks (also in ``tasks``)
+    length_schemes: tuple[str, ...] = ()  # the length study's schemes
+
+    def schemes_of(self, task: str) -> tuple[str, ...]:
+        """The schemes ``task`` is run with: ``length_schemes`` for the length study, else ``pe.schemes``."""
+        return self.length_schemes if task in self.length_tasks else self.schemes
 
     def task(self, name: str):
         if name not in self.task_configs:
@@ -99,13 +105,22 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
     from pelab.tasks import get_task, task_names
 
     raw = dict(raw or {})
-    schemes = tuple(str(s) for s in (raw.get("pe") or {}).get("schemes") or ())
+    def scheme_list(key: str, values) -> tuple[str, ...]:
+        names = tuple(str(s) for s in values or ())
+        for name in names:
+            check_scheme(name)
+        if len(set(names)) != len(names):
+            raise ValueError(f"{key} lists a scheme twice: {list(names)}")
+        return names
+
+    schemes = scheme_list("pe.schemes", (raw.get("pe") or {}).get("schemes"))
     if not schemes:
         raise ValueError("pe.schemes is empty; list at least one scheme, e.g. pe=all or 'pe.schemes=[none,rope]'")
-    for name in schemes:
-        check_scheme(name)
-    if len(set(schemes)) != len(schemes):
-        raise ValueError(f"pe.schemes lists a scheme twice: {list(schemes)}")
+    length_tasks = tuple(str(t) for t in raw.get("length_tasks") or ())
+    length_schemes = scheme_list("length_schemes", raw.get("length_schemes"))
+    if length_tasks and not length_schemes:
+        raise ValueError("length_schemes is empty while length_tasks is not; list at least one scheme, e.g. "
+                         "'length_schemes=[none,rope]', or leave the length study out with 'length_tasks=[]'")
     seeds = tuple(raw.get("seeds") or ())
     if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
@@ -113,7 +128,7 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
     # `tasks`: the main study's tasks (dvc.yaml stages train@…); `length_tasks`: the length-generalisation study's
     # (train_length@…, pelab/tasks/length). Params.tasks is both, in that order.
-    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + tuple(str(t) for t in raw.get("length_tasks") or ())
+    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + length_tasks
     if not tasks:
         raise ValueError(f"tasks and length_tasks are empty; list at least one of: {', '.join(task_names())}")
     if len(set(tasks)) != len(tasks):
@@ -127,10 +142,12 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
     if unknown:
         raise ValueError(f"unknown scheme(s) {unknown} in positional; valid choices: {', '.join(scheme_names())}")
     positional = {name: scheme_options(name, positional_raw.get(name)) for name in scheme_names()}
-    task_configs = {name: get_task(name).config(raw.get(name), schemes) for name in tasks}
+    task_configs = {name: get_task(name).config(raw.get(name), length_schemes if name in length_tasks else schemes)
+                    for name in tasks}
     return Params(
         profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
         reference=reference, positional=positional, task_configs=task_configs, raw=raw,
+        length_tasks=length_tasks, length_schemes=length_schemes,
     )
 
 

@@ -18,7 +18,11 @@ from pelab.positional.alibi import ALiBiPositionalEncoding
 from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding
 from pelab.positional.learned import LearnedPositionalEncoding
+from pelab.positional.fire import FIREPositionalEncoding
 from pelab.positional.none import NoPositionalEncoding
+from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
+from pelab.positional.rand_rope import RandomizedRotaryPositionalEncoding
+from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncoding
 from pelab.positional.rope import RotaryPositionalEncoding
 from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
 from pelab.positional.t5 import T5RelativePositionalEncoding
@@ -31,6 +35,11 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "alibi": ALiBiPositionalEncoding,
     "alibi_sym": SymmetricALiBiPositionalEncoding,
     "t5": T5RelativePositionalEncoding,
+    "fire": FIREPositionalEncoding,
+    # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
+    "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
+    "rand_learned": RandomizedLearnedPositionalEncoding,
+    "rand_rope": RandomizedRotaryPositionalEncoding,
 }
 
 

@@ -17,6 +17,9 @@ def accuracy_by_length(records: pd.DataFrame, tasks: list[str], schemes: list[st
     """Per task a panel: mean over seeds per length (line) with the seeds' min–max (band); lengths 1..N shaded;
     chance level dotted (token accuracy only)."""
     palette = scheme_palette()
+    for variant in ("+PI", "+NTK"):  # RoPE's evaluation-time extensions: RoPE's colour, dashed / dotted
+        palette[f"rope{variant}"] = palette["rope"]
+    styles = {"rope+PI": "--", "rope+NTK": ":"}
     cols = 2 if len(tasks) > 1 else 1
     n_rows = (len(tasks) + cols - 1) // cols
     fig, axes = plt.subplots(n_rows, cols, figsize=(6.2 * cols, 3.3 * n_rows), squeeze=False, sharey=True)
@@ -30,7 +33,8 @@ def accuracy_by_length(records: pd.DataFrame, tasks: list[str], schemes: list[st
             if sel.empty:
                 continue
             band = sel.groupby("length")["value"].agg(["mean", "min", "max"]).reset_index()
-            ax.plot(band["length"], band["mean"], color=palette[scheme], lw=1.6, label=scheme)
+            ax.plot(band["length"], band["mean"], color=palette[scheme], lw=1.6, label=scheme,
+                    ls=styles.get(scheme, "-"))
             ax.fill_between(band["length"], band["min"], band["max"], color=palette[scheme], alpha=0.15, lw=0)
         if metric == "token_accuracy" and task in chance:
             ax.axhline(chance[task], color="0.4", ls=":", lw=1)

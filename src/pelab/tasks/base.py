@@ -60,6 +60,9 @@ class Task(ABC):
     # name in reports/metrics/<task>/<scheme>.json (what `dvc metrics show` prints, a handful per task) ->
     # (the splits to look for, first found wins; the metric)
     key_metrics: ClassVar[dict[str, tuple[tuple[str, ...], str]]]
+    # whether the task's model asks a randomized scheme for its positions (pelab.positional.randomized); the
+    # randomized schemes are refused elsewhere rather than silently behaving like the scheme they wrap
+    draws_positions: ClassVar[bool] = False
 
     # ---------------------------------------------------------------------------------- configuration
     def config(self, raw: dict[str, Any] | None, schemes: tuple[str, ...] = ()) -> TaskConfig:
@@ -84,12 +87,16 @@ class Task(ABC):
         model's width and encode every length the task uses. Only those modules are built, not whole models:
         this runs whenever params load, at the start of every stage."""
         from pelab.positional import build_positional_encoding
+        from pelab.positional.randomized import RandomizedPositions
 
         for scheme in cfg.positional:
             for causal in (False, True):
                 pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
                                                causal=causal, options=cfg.options(scheme))
                 pe.check_length(self.max_length(cfg))
+                if isinstance(pe, RandomizedPositions) and not self.draws_positions:
+                    raise ValueError(f"scheme {scheme!r} randomizes positions, which task {self.name!r} does not "
+                                     "support; use it in the length study (length_schemes)")
 
     # ------------------------------------------------------------------------------------------- data
     @abstractmethod

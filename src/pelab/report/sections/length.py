@@ -13,6 +13,12 @@ from pelab.stats import summarize
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
 
+def get_length_task(task: str):
+    from pelab.tasks import get_task
+
+    return get_task(task)
+
+
 def length_tasks(ctx: ReportContext) -> list[str]:
     from pelab.tasks import get_task
     from pelab.tasks.length.task import LengthTask
@@ -27,6 +33,21 @@ def chance_level(ctx: ReportContext, task: str) -> float:
     return 1.0 / PROBLEMS[get_task(task).problem].alphabet(ctx.cfg(task).data.n_symbols)
 
 
+ROPE_VARIANTS = {"pi": "rope+PI", "ntk": "rope+NTK"}  # evaluation-time extensions of the rope runs
+
+
+def with_rope_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The rope runs scored with position interpolation / NTK-aware scaling (splits test_pi, beyond_pi, …) as
+    pseudo-schemes ``rope+PI`` / ``rope+NTK`` with the splits ``test`` / ``beyond``; and the names present."""
+    frames, names = [records], []
+    for suffix, name in ROPE_VARIANTS.items():
+        sel = records[records["split"].isin([f"test_{suffix}", f"beyond_{suffix}"])]
+        if not sel.empty:
+            frames.append(sel.assign(pe=name, split=sel["split"].str.replace(f"_{suffix}", "", regex=False)))
+            names.append(name)
+    return pd.concat(frames, ignore_index=True), names
+
+
 def _cell(values: list[float]) -> str:
     s = summarize(values)
     return f"{s['mean']:.3f}" + ("" if s["sd"] != s["sd"] else f" ± {s['sd']:.3f}")
@@ -34,7 +55,7 @@ def _cell(values: list[float]) -> str:
 
 def reading(ctx: ReportContext, task: str) -> str:
     """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at chance."""
-    schemes, records = ctx.schemes, ctx.records
+    schemes, records = list(ctx.params.length_schemes), ctx.records
     beyond = {s: summarize(seed_values(records, task, s, "beyond", "token_accuracy"))["mean"] for s in schemes}
     inside = {s: summarize(seed_values(records, task, s, "in", "exact_match"))["mean"] for s in schemes}
     chance = chance_level(ctx, task)
@@ -54,32 +75,52 @@ def section(ctx: ReportContext) -> list[str]:
     tasks = length_tasks(ctx)
     if not tasks:
         return []
-    records, schemes = ctx.records, ctx.schemes
+    records, variants = with_rope_variants(ctx.records[ctx.records["task"].isin(tasks)])
+    schemes = list(ctx.params.length_schemes)
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: chance_level(ctx, t) for t in tasks}
-    length_figures.accuracy_by_length(records, tasks, schemes, train_max, chance, "token_accuracy",
+    length_figures.accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "token_accuracy",
                                       ctx.figure(TOKEN_FIGURE))
-    length_figures.accuracy_by_length(records, tasks, schemes, train_max, chance, "exact_match",
+    length_figures.accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "exact_match",
                                       ctx.figure(EXACT_FIGURE))
     header = ["scheme", *(f"{t}: in | beyond" for t in tasks)]
     body = [[f"`{s}`", *(f"{_cell(seed_values(records, t, s, 'in', 'token_accuracy'))} | "
                          f"**{_cell(seed_values(records, t, s, 'beyond', 'token_accuracy'))}**" for t in tasks)]
             for s in schemes]
+    body += [[f"`{v}`", *(f"– | **{_cell(seed_values(records, t, v, 'beyond', 'token_accuracy'))}**" for t in tasks)]
+             for v in variants]
     exact = [[f"`{s}`", *(f"{_cell(seed_values(records, t, s, 'in', 'exact_match'))} | "
                           f"{_cell(seed_values(records, t, s, 'beyond', 'exact_match'))}" for t in tasks)]
              for s in schemes]
+    exact += [[f"`{v}`", *(f"– | {_cell(seed_values(records, t, v, 'beyond', 'exact_match'))}" for t in tasks)]
+              for v in variants]
     beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
                      & (records["metric"] == "token_accuracy") & (records["length"] == "all")]
     rank = ranking(beyond[beyond["pe"].isin(schemes)][["task", "pe", "seed", "value"]])
     rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}", f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}",
                   f"{r['first']:.2f}"] for s, r in rank.iterrows()]
-    learned_note = ""
+    notes = []
+    longest_trained = max(get_length_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.train_max) for t in tasks)
     if "learned" in schemes:
-        rows_used = max(ctx.cfg(t).data.test_max for t in tasks)
-        learned_note = (f" `learned` has {ctx.cfg(tasks[0]).options('learned').max_positions} rows so that every "
-                        f"evaluated position has one; rows past the longest trained row never receive a gradient, so "
-                        f"beyond N it reads untrained (initial) rows.")
+        notes.append(f"`learned` has {cfg.options('learned').max_positions} rows so that every evaluated position "
+                     f"has one; rows past the longest trained row ({longest_trained} tokens) never receive a gradient, "
+                     "so beyond N it reads untrained (initial) rows.")
+    if "fire" in schemes:
+        fire = cfg.options("fire")
+        notes.append(f"`fire` starts its threshold L at {fire.threshold:g} (the paper's 512 exceeds every length here "
+                     "and would normalise all positions by the constant ψ(512), switching its interpolation off); "
+                     "in the encoder it keeps the sign of i − j and normalises each side by its own extent.")
+    randomized = [s for s in schemes if s.startswith("rand_")]
+    if variants:
+        notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored beyond N with position interpolation "
+                     "(positions × L/T) and NTK-aware base scaling (base × (T/L)^(d/(d−2))), T the row length and L "
+                     "the longest trained row: evaluation-time extensions, no retraining (not in the ranking).")
+    if randomized:
+        notes.append(", ".join(f"`{s}`" for s in randomized) + " give a sequence of length T a sorted random "
+                     f"subset of T positions from [0, {cfg.options(randomized[0]).max_position}) in training "
+                     "(Ruoss et al. 2023) and at evaluation too, drawn once per length with a fixed generator, so "
+                     "every run is scored at the same positions.")
     return [
         "## Length generalisation",
         "",
@@ -90,9 +131,9 @@ def section(ctx: ReportContext) -> list[str]:
         f"causal mask that generates the answer after a separator, greedily, from its own outputs (Kazemnejad et "
         f"al. 2023). Model: {cfg.model.n_layers} layers, d = {cfg.model.d_model}, {cfg.model.n_heads} heads; "
         f"{cfg.train.steps} steps of {cfg.train.batch_size} sequences of one length each, drawn uniformly from "
-        f"1..N; the same data, batch order and initial weights for every scheme (seeds pair across schemes)."
-        + learned_note,
+        f"1..N; the same data, batch order and initial weights for every scheme (seeds pair across schemes).",
         "",
+        *(["**Choices that could favour a scheme.** " + " ".join(notes), ""] if notes else []),
         f"Mean token accuracy over the trained lengths (in) and beyond them (beyond, N+1..M; each length weighted "
         f"equally), mean ± sd over {len(ctx.seeds)} seeds:",
         "",

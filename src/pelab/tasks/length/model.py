@@ -9,6 +9,7 @@ from torch import nn
 from pelab.model.blocks import Encoder
 from pelab.model.embedding import TokenEmbedding
 from pelab.positional import PositionalEncoding, build_positional_encoding
+from pelab.positional.randomized import RandomizedPositions
 from pelab.tasks.length.config import LengthModelConfig
 from pelab.training.seeding import seeded
 
@@ -29,8 +30,11 @@ class LengthTransformer(nn.Module):
         return self.pe.causal
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """tokens: (B, T); positions: (T,), default arange(T). Returns logits (B, T, V)."""
-        if positions is None:
+        """tokens: (B, T); positions: (T,), default arange(T), or drawn by a randomized scheme
+        (``pelab.positional.randomized``). Returns logits (B, T, V)."""
+        if positions is None and isinstance(self.pe, RandomizedPositions):
+            positions = self.pe.sample_positions(tokens.shape[1], tokens.device)
+        elif positions is None:
             positions = torch.arange(tokens.shape[1], device=tokens.device)
         hidden, _ = self.layers(self.embedding(tokens), positions)
         return self.head(hidden)

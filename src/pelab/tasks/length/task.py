@@ -43,6 +43,7 @@ class LengthTask(Task):
 
     problem: ClassVar[str]
     causal: ClassVar[bool]
+    draws_positions = True  # LengthTransformer asks randomized schemes for its positions
     sections = {"data": LengthDataConfig, "model": LengthModelConfig, "train": TrainConfig, "eval": LengthEvalConfig}
     # "in": test sequences of the training lengths 1..N (none seen in training); "beyond": lengths N+1..M.
     headline = {"in": ["exact_match", "token_accuracy"], "beyond": ["exact_match", "token_accuracy"]}
@@ -110,7 +111,8 @@ class LengthTask(Task):
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.length.evaluate import evaluate
 
-        return evaluate(cfg, model, data, device, causal=self.causal)
+        return evaluate(cfg, model, data, device, causal=self.causal,
+                        row_length=lambda n: self.row_length(data.config, n))
 
 
 def _task_class(problem: str, causal: bool) -> type[LengthTask]:

@@ -1,0 +1,86 @@
+"""Randomized positional encodings (Ruoss et al. 2023, https://arxiv.org/abs/2305.16843), as a wrapper around
+any scheme that reads positions.
+
+A sequence of length T is given, instead of 0..T−1, a sorted subset of T distinct positions drawn uniformly
+from [0, ``max_position``) (the paper's L ≫ the test lengths). Training thus sees every position up to L and
+every gap between them, and a longer test sequence uses positions the model was trained on. The wrapped
+scheme is unchanged: its hooks receive the drawn positions.
+
+Evaluation draws them too, as in the paper, from a generator seeded with the sequence length, so every run
+and every scheme is scored with the same positions for a given length (``sample_positions``).
+
+Only models that ask the scheme for their positions (``sample_positions``) randomize: the length tasks. A task
+whose model does not is refused when params load (``pelab.tasks.base.Task.check``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, make_dataclass
+from typing import Any
+
+import torch
+
+from pelab.positional.base import PositionalEncoding
+
+
+class RandomizedPositions(PositionalEncoding):
+    """Subclasses set ``Inner`` (the wrapped scheme's class); options = the inner scheme's + ``max_position``."""
+
+    Inner: type[PositionalEncoding]
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_position: int = 512,
+                 **inner_options: Any) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        self.max_position = max_position
+        self.inner = self.Inner(d_model=d_model, n_heads=n_heads, causal=causal, **inner_options)
+        self.inner.check_length(max_position)  # e.g. a learned table needs max_position rows
+
+    def sample_positions(self, length: int, device: torch.device | str = "cpu") -> torch.Tensor:
+        """(length,) sorted distinct positions in [0, max_position): fresh in training (the global RNG, seeded per
+        run), fixed per length at evaluation."""
+        self.check_length(length)
+        generator = None if self.training else torch.Generator().manual_seed(length)
+        drawn = torch.randperm(self.max_position, generator=generator)[:length]
+        return drawn.sort().values.to(device)
+
+    def check_length(self, length: int) -> None:
+        if length > self.max_position:
+            raise ValueError(f"randomized positions draw from [0, {self.max_position}) and cannot place a sequence "
+                             f"of length {length}; raise the scheme's max_position to at least {length}")
+
+    def embed(self, x, positions):
+        return self.inner.embed(x, positions)
+
+    def rotate(self, q, k, q_pos, k_pos):
+        return self.inner.rotate(q, k, q_pos, k_pos)
+
+    def bias(self, q_pos, k_pos):
+        return self.inner.bias(q_pos, k_pos)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, max_position={self.max_position}"
+
+
+def randomized(inner: type[PositionalEncoding], name: str, **defaults: Any) -> type[RandomizedPositions]:
+    """The randomized form of scheme class ``inner``: its Options gain ``max_position`` (default 512); ``defaults``
+    replace defaults of the inner options (a learned table needs ``max_position`` rows)."""
+    extra = [(key, type(value), field(default=value)) for key, value in defaults.items()]
+    options = make_dataclass(
+        f"Randomized{inner.Options.__name__}", [*extra, ("max_position", int, field(default=512))],
+        bases=(inner.Options,), frozen=True, namespace={"__post_init__": _check_options(inner.Options, name)},
+    )
+    return type(f"Randomized{inner.__name__}", (RandomizedPositions,),
+                {"Inner": inner, "Options": options, "__module__": inner.__module__})
+
+
+def _check_options(base: type, name: str):
+    def __post_init__(self) -> None:
+        if hasattr(base, "__post_init__"):
+            base.__post_init__(self)
+        if self.max_position < 1:
+            raise ValueError(f"positional.{name}.max_position must be >= 1, got {self.max_position}")
+
+    return __post_init__
+
+
+__all__ = ["RandomizedPositions", "randomized"]
