@@ -147,7 +147,7 @@ def test_fire_equals_the_paper_formula_on_a_small_causal_case():
     bias = pe.bias(positions, positions).detach()  # (H, T, T)
 
     def expected(i: int, j: int, head: int) -> float:
-        psi = lambda x: math.log(0.5 * x + 1)  # noqa: E731
+        psi = lambda x: math.log(0.5 * x + 1)
         x = psi(i - j) / (psi(max(3.0, i)) + 1e-6)
         hidden = [max(0.0, w * x + b) for w, b in ((1.0, 0.1), (-2.0, 0.3), (0.5, -0.2))]
         out = [[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]][head]
@@ -246,3 +246,47 @@ def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_b
     plain = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
     rows = evaluate(cfg, plain, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
     assert {r["split"] for r in rows} == {"test", "in", "beyond"}
+
+
+# ------------------------------------------------------------------------------------------------------
+# xPos (causal attention only)
+# ------------------------------------------------------------------------------------------------------
+
+
+def xpos_and_rope(**options):
+    from pelab.positional import build_positional_encoding
+
+    xpos = build_positional_encoding("xpos", d_model=32, n_heads=2, causal=True, options={"base": 500.0, **options})
+    rope = build_positional_encoding("rope", d_model=32, n_heads=2, causal=True, options={"base": 500.0})
+    return xpos, rope
+
+
+def test_xpos_with_an_infinite_scale_base_is_rope():
+    xpos, rope = xpos_and_rope(scale_base=float("inf"))
+    q, k, positions = torch.randn(2, 2, 7, 16), torch.randn(2, 2, 7, 16), torch.arange(7)
+    for a, b in zip(xpos.rotate(q, k, positions, positions), rope.rotate(q, k, positions, positions)):
+        assert torch.equal(a, b)
+
+
+def test_xpos_logits_are_ropes_times_the_paper_decay_and_depend_only_on_the_offset():
+    xpos, rope = xpos_and_rope(scale_base=8.0)
+    q, k = torch.randn(1, 1, 1, 16).expand(1, 2, 9, 16), torch.randn(1, 1, 1, 16).expand(1, 2, 9, 16)
+    positions = torch.arange(9)
+
+    qx, kx = xpos.rotate(q, k, positions, positions)
+    qr, kr = rope.rotate(q, k, positions, positions)
+    zeta = (torch.arange(0, 16, 2) / 16 + 0.4) / 1.4  # (8,) the paper's ζ_i with γ = 0.4
+    for n in range(9):
+        for m in range(n + 1):  # the keys a causal query sees
+            per_pair = (qr[0, 0, n] * kr[0, 0, m]).unflatten(-1, (8, 2)).sum(-1)  # RoPE's term of each pair
+            expected = (per_pair * zeta ** ((n - m) / 8.0)).sum()
+            assert float((qx[0, 0, n] * kx[0, 0, m]).sum()) == pytest.approx(float(expected), rel=1e-4, abs=1e-5)
+    shifted = xpos.rotate(q, k, positions + 50, positions + 50)
+    assert torch.allclose(shifted[0] @ shifted[1].transpose(-1, -2), qx @ kx.transpose(-1, -2), rtol=1e-4, atol=1e-4)
+
+
+def test_xpos_is_refused_in_bidirectional_attention_with_one_line():
+    with pytest.raises(ValueError, match="scheme 'xpos' applies to causal attention only"):
+        parse_params(smoke_raw(tasks=[], length_tasks=["reverse"], length_schemes=["xpos"]))
+    params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse_causal"], length_schemes=["rope", "xpos"]))
+    assert params.schemes_of("reverse_causal") == ("rope", "xpos")

@@ -16,18 +16,20 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
     committed = yaml.safe_load((repo_root / "params.yaml").read_text())
     overrides = [f"profile={committed['profile']}", f"pe.schemes=[{','.join(committed['pe']['schemes'])}]",
                  f"tasks=[{','.join(committed['tasks'])}]", f"seeds=[{','.join(map(str, committed['seeds']))}]",
-                 f"length_tasks=[{','.join(committed.get('length_tasks') or [])}]"]
+                 f"length_tasks=[{','.join(committed.get('length_tasks') or [])}]",
+                 f"length_schemes=[{','.join(committed.get('length_schemes') or [])}]"]
     composed = compose_params(repo_root / "conf", overrides)
     for params in (committed, composed):  # how the schemes were selected (pe=a vs pe.schemes=[a]) does not matter
         params["pe"].pop("selected")
     assert committed == composed, "params.yaml drifted from conf/: run `pelab compose --out params.yaml`"
 
 
-RANDOMIZED = ["rand_sinusoidal", "rand_learned", "rand_rope"]  # the length study's models only
+# the length study's models only: randomized positions (models that draw positions), xpos (causal models)
+LENGTH_ONLY = ["rand_sinusoidal", "rand_learned", "rand_rope", "xpos"]
 
 
 def main_schemes() -> list[str]:
-    return [s for s in scheme_names() if s not in RANDOMIZED]
+    return [s for s in scheme_names() if s not in LENGTH_ONLY]
 
 
 def test_pe_all_lists_every_scheme_every_task_can_use_in_registry_order(repo_root):
@@ -35,7 +37,8 @@ def test_pe_all_lists_every_scheme_every_task_can_use_in_registry_order(repo_roo
     assert list(all_cfg["selected"]) == main_schemes()
     assert compose_params(repo_root / "conf", ["pe=all"])["pe"]["schemes"] == main_schemes()
     full = compose_params(repo_root / "conf", ["profile=full"])
-    assert full["length_schemes"] == scheme_names()  # the full length study runs every scheme
+    # the full length study runs every scheme that its encoder and decoder tasks can both use
+    assert full["length_schemes"] == [s for s in scheme_names() if s != "xpos"]
 
 
 def test_every_scheme_has_its_config_group_file(repo_root):

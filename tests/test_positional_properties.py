@@ -16,7 +16,7 @@ from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_tab
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
-SCHEMES = scheme_names()
+SCHEMES = [s for s in scheme_names() if s != "xpos"]  # xpos: causal attention only (tests/test_length.py)
 # fire: relative, and shift-invariant too (its normaliser reads extents relative to the keys; pelab.positional.fire).
 # The randomized schemes are their wrapped scheme at the positions a model gives them (the copy model: 0..T-1).
 RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5", "fire", "rand_rope"]

@@ -46,7 +46,7 @@ from pelab.tasks.translation.evaluate import bucket_labels, bucket_of
 from pelab.tasks.translation.model import build_seq2seq_model
 from pelab.tasks.translation.task import BucketedBatches
 
-SCHEMES = scheme_names()
+SCHEMES = [s for s in scheme_names() if s != "xpos"]  # xpos is causal only; the encoder is bidirectional
 VOCAB = 40
 SMALL = Seq2SeqConfig(d_model=16, encoder_layers=2, decoder_layers=2, n_heads=2, d_ff=32, dropout=0.0)
 POSITIONAL = {"max_positions": 64}  # the learned table; other schemes take their defaults
@@ -262,6 +262,24 @@ def test_prepare_filters_training_pairs_but_never_test_pairs(tmp_path):
     prepared = load_prepared(tmp_path)
     assert prepared.text("test", "fr")[1] == long_fr
     assert max(len(ids) for ids in prepared.ids("train", "tgt_ids")) <= 25
+
+
+def test_translation_beyond_its_lengths_trains_on_short_sources_and_tests_on_every_length(tmp_path):
+    short = [" ".join(["chat"] * n) for n in (2, 3, 4)]
+    long_fr = " ".join(["souris"] * 12)  # a word the short pairs never use
+    splits = {
+        "train": {"fr": short + [long_fr], "en": short + [long_fr]},
+        "val": {"fr": short + [long_fr], "en": short + [long_fr]},
+        "test": {"fr": short + [long_fr], "en": short + [long_fr]},
+    }
+    meta = prepare_translation_data(splits, ["test"], tmp_path, vocab_size=300, min_frequency=1, max_tokens=100,
+                                    train_max_source_words=4)
+    assert meta["sizes"]["train"]["kept"] == 3 and meta["sizes"]["val"]["kept"] == 3
+    assert meta["sizes"]["test"]["kept"] == 4 and meta["train_max_source_words"] == 4
+    prepared = load_prepared(tmp_path)
+    assert max(len(text.split()) for text in prepared.text("train", "fr")) == 4
+    assert prepared.text("test", "fr")[3] == long_fr
+    assert "souris" not in prepared.tokenizer.get_vocab() and "▁souris" not in prepared.tokenizer.get_vocab()
 
 
 # ---------------------------------------------------------------------------------------------

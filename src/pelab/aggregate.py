@@ -1,7 +1,7 @@
 """Gather the records of this study's runs — training cost and curves (written by training), evaluation
-metrics (written by evaluation) — into one tidy table, the metrics files ``dvc metrics`` reads (reports/metrics/<task>/<scheme>.json, a handful of
-numbers each), a summary with every headline statistic (reports/summary.json), and the curve
-files ``dvc plots`` reads.
+metrics (written by evaluation) — into one tidy table, the metrics files ``dvc metrics`` reads
+(reports/metrics/<task>/<scheme>.json, a handful of numbers each), a summary with every headline statistic
+(reports/summary.json), and the curve files ``dvc plots`` reads.
 
 Only the (task, scheme, seed) runs of params are read, so runs of other schemes or seeds that are still on
 disk from earlier experiments never leak into a report.

@@ -17,8 +17,8 @@ from typing import Any
 from pelab.positional.alibi import ALiBiPositionalEncoding
 from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding
-from pelab.positional.learned import LearnedPositionalEncoding
 from pelab.positional.fire import FIREPositionalEncoding
+from pelab.positional.learned import LearnedPositionalEncoding
 from pelab.positional.none import NoPositionalEncoding
 from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
 from pelab.positional.rand_rope import RandomizedRotaryPositionalEncoding
@@ -26,6 +26,7 @@ from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncod
 from pelab.positional.rope import RotaryPositionalEncoding
 from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
 from pelab.positional.t5 import T5RelativePositionalEncoding
+from pelab.positional.xpos import XPosPositionalEncoding
 
 POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "none": NoPositionalEncoding,
@@ -40,6 +41,7 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
     "rand_learned": RandomizedLearnedPositionalEncoding,
     "rand_rope": RandomizedRotaryPositionalEncoding,
+    "xpos": XPosPositionalEncoding,  # causal attention only
 }
 
 

@@ -15,9 +15,16 @@ from pelab.positional import scheme_names  # noqa: E402
 DPI = 130
 
 
+EXTRA_COLOURS = [(0.0, 0.0, 0.0), (0.45, 0.45, 0.0), (0.0, 0.45, 0.45), (0.55, 0.0, 0.3)]  # after tab10's ten
+
+
 def scheme_palette() -> dict[str, tuple[float, float, float]]:
+    """A fixed, distinct colour per registered scheme (tab10, then black, olive, teal, wine)."""
     names = scheme_names()
-    return dict(zip(names, sns.color_palette("tab10", n_colors=max(10, len(names)))))
+    colours = list(sns.color_palette("tab10", n_colors=10)) + EXTRA_COLOURS
+    if len(names) > len(colours):
+        colours += list(sns.color_palette("husl", n_colors=len(names) - len(colours)))
+    return dict(zip(names, colours))
 
 
 def setup() -> None:

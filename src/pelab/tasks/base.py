@@ -63,6 +63,8 @@ class Task(ABC):
     # whether the task's model asks a randomized scheme for its positions (pelab.positional.randomized); the
     # randomized schemes are refused elsewhere rather than silently behaving like the scheme they wrap
     draws_positions: ClassVar[bool] = False
+    # the forms of attention its models use, each scheme is built in: bidirectional (False) and/or causal (True)
+    attention_forms: ClassVar[tuple[bool, ...]] = (False, True)
 
     # ---------------------------------------------------------------------------------- configuration
     def config(self, raw: dict[str, Any] | None, schemes: tuple[str, ...] = ()) -> TaskConfig:
@@ -90,7 +92,7 @@ class Task(ABC):
         from pelab.positional.randomized import RandomizedPositions
 
         for scheme in cfg.positional:
-            for causal in (False, True):
+            for causal in self.attention_forms:
                 pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
                                                causal=causal, options=cfg.options(scheme))
                 pe.check_length(self.max_length(cfg))

@@ -84,17 +84,18 @@ def section(ctx: ReportContext) -> list[str]:
                                       ctx.figure(TOKEN_FIGURE))
     length_figures.accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "exact_match",
                                       ctx.figure(EXACT_FIGURE))
-    header = ["scheme", *(f"{t}: in | beyond" for t in tasks)]
-    body = [[f"`{s}`", *(f"{_cell(seed_values(records, t, s, 'in', 'token_accuracy'))} | "
-                         f"**{_cell(seed_values(records, t, s, 'beyond', 'token_accuracy'))}**" for t in tasks)]
-            for s in schemes]
-    body += [[f"`{v}`", *(f"– | **{_cell(seed_values(records, t, v, 'beyond', 'token_accuracy'))}**" for t in tasks)]
-             for v in variants]
-    exact = [[f"`{s}`", *(f"{_cell(seed_values(records, t, s, 'in', 'exact_match'))} | "
-                          f"{_cell(seed_values(records, t, s, 'beyond', 'exact_match'))}" for t in tasks)]
-             for s in schemes]
-    exact += [[f"`{v}`", *(f"– | {_cell(seed_values(records, t, v, 'beyond', 'exact_match'))}" for t in tasks)]
-              for v in variants]
+    header = ["scheme", *(f"{t}: {where}" for t in tasks for where in ("in", "beyond"))]
+
+    def row(name: str, metric: str, bold: bool) -> list[str]:
+        cells = [f"`{name}`"]
+        for t in tasks:
+            inside = seed_values(records, t, name, "in", metric)
+            beyond_cell = _cell(seed_values(records, t, name, "beyond", metric))
+            cells += [_cell(inside) if inside else "–", f"**{beyond_cell}**" if bold else beyond_cell]
+        return cells
+
+    body = [row(name, "token_accuracy", True) for name in schemes + variants]
+    exact = [row(name, "exact_match", False) for name in schemes + variants]
     beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
                      & (records["metric"] == "token_accuracy") & (records["length"] == "all")]
     rank = ranking(beyond[beyond["pe"].isin(schemes)][["task", "pe", "seed", "value"]])

@@ -18,7 +18,7 @@ from pelab.tasks.length import data as length_data
 from pelab.tasks.length.config import LengthDataConfig, LengthEvalConfig, LengthModelConfig, TrainConfig
 from pelab.tasks.length.data import LengthData
 from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
-from pelab.tasks.length.data.problems import PROBLEMS, vocab_size
+from pelab.tasks.length.data.problems import PROBLEMS
 from pelab.tasks.length.model import LengthTransformer, build_length_model
 from pelab.training.loop import autocast
 
@@ -118,7 +118,8 @@ class LengthTask(Task):
 def _task_class(problem: str, causal: bool) -> type[LengthTask]:
     name = f"{problem}_causal" if causal else problem
     return type(f"{problem.title()}{'Causal' if causal else ''}Task", (LengthTask,),
-                {"name": name, "problem": problem, "causal": causal, "__module__": __name__})
+                {"name": name, "problem": problem, "causal": causal, "attention_forms": (causal,),
+                 "__module__": __name__})
 
 
 ReverseTask, DuplicateTask, AdditionTask = (_task_class(p, False) for p in ("reverse", "duplicate", "addition"))

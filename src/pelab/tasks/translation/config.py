@@ -22,6 +22,9 @@ class TranslationDataConfig:
     max_tokens: int = 100  # train/val pairs with more subword tokens on either side are dropped
     train_sentences: int | None = None  # keep only the first N training pairs (None = all)
     test_sentences: int | None = None  # keep only the first N pairs of each evaluation split (None = all)
+    # Translation beyond its lengths: train (and validate) only on pairs whose French source has at most this
+    # many words; the test splits keep every length, so BLEU by source length shows the longer ones (None = all).
+    train_max_source_words: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "search_dirs", tuple(str(d) for d in self.search_dirs))
@@ -33,7 +36,7 @@ class TranslationDataConfig:
             raise ValueError(f"translation.data.vocab_size must be >= 16, got {self.vocab_size}")
         if self.max_tokens < 1:
             raise ValueError(f"translation.data.max_tokens must be >= 1, got {self.max_tokens}")
-        for name in ("train_sentences", "test_sentences"):
+        for name in ("train_sentences", "test_sentences", "train_max_source_words"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"translation.data.{name} must be >= 1 or null (= all), got {value}")

@@ -8,7 +8,8 @@ Layout of a prepared directory (one DVC output shared by every scheme and seed):
 
 ``src_ids`` is the French sentence followed by ``</s>``; ``tgt_ids`` is the bare English sentence
 (the model reads ``<s> y`` and predicts ``y </s>``). Training and validation pairs longer than
-``max_tokens`` on either side are dropped; evaluation splits are never filtered.
+``max_tokens`` on either side are dropped, and with ``train_max_source_words`` those whose source has more words
+(translation beyond its lengths; the tokenizer never sees them); evaluation splits are never filtered.
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ def decode(tokenizer: Tokenizer, sequences: Sequence[Sequence[int]]) -> list[str
 
 
 def _split_rows(
-    tokenizer: Tokenizer, pairs: dict[str, list[str]], max_tokens: int | None, limit: int | None
+    tokenizer: Tokenizer, pairs: dict[str, list[str]], max_tokens: int | None, limit: int | None,
+    max_source_words: int | None = None,
 ) -> tuple[dict[str, list[Any]], int]:
-    """Encode one split; drop pairs outside 1..max_tokens (if given); keep the first ``limit`` pairs."""
+    """Encode one split; drop pairs outside 1..max_tokens (if given) and pairs whose source has more than
+    ``max_source_words`` words (if given); keep the first ``limit`` pairs."""
     fr, en = pairs[SRC], pairs[TGT]
     if limit is not None:
         fr, en = fr[:limit], en[:limit]
@@ -72,6 +75,8 @@ def _split_rows(
     keep = range(len(fr))
     if max_tokens is not None:
         keep = [i for i in keep if 1 <= len(src[i]) <= max_tokens and 1 <= len(tgt[i]) <= max_tokens]
+    if max_source_words is not None:
+        keep = [i for i in keep if len(fr[i].split()) <= max_source_words]
     rows = {
         SRC: [fr[i] for i in keep],
         TGT: [en[i] for i in keep],
@@ -91,6 +96,7 @@ def prepare_translation_data(
     max_tokens: int,
     train_sentences: int | None = None,
     test_sentences: int | None = None,
+    train_max_source_words: int | None = None,
     provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train the tokenizer on the (kept) training text and write tokenizer, splits and meta into ``out_dir``."""
@@ -101,13 +107,18 @@ def prepare_translation_data(
         if name not in splits:
             raise ValueError(f"corpus has no {name!r} split; it has {sorted(splits)}")
     train = splits["train"]
+    if train_max_source_words is not None:  # before the tokenizer: the longer pairs are not seen at all
+        kept = [i for i, text in enumerate(train[SRC]) if len(text.split()) <= train_max_source_words]
+        train = {side: [train[side][i] for i in kept] for side in (SRC, TGT)}
+        splits = {**splits, "train": train}
     n_train = len(train[SRC]) if train_sentences is None else min(train_sentences, len(train[SRC]))
     tokenizer = train_tokenizer((*train[SRC][:n_train], *train[TGT][:n_train]), vocab_size, min_frequency)
     columns, sizes = {}, {}
     for name in ("train", "val", *eval_splits):
         is_eval = name in eval_splits
         limit = n_train if name == "train" else (test_sentences if is_eval else None)
-        rows, raw = _split_rows(tokenizer, splits[name], None if is_eval else max_tokens, limit)
+        rows, raw = _split_rows(tokenizer, splits[name], None if is_eval else max_tokens, limit,
+                                None if is_eval else train_max_source_words)
         columns[name] = rows
         sizes[name] = {"raw": raw, "kept": len(rows[SRC])}
         if not rows[SRC]:
@@ -122,6 +133,7 @@ def prepare_translation_data(
         "vocab_size": tokenizer.get_vocab_size(),
         "special_ids": dict(zip(SPECIAL_TOKENS, range(len(SPECIAL_TOKENS)))),
         "max_tokens": max_tokens,
+        "train_max_source_words": train_max_source_words,
         "provenance": provenance or {},
     }
     io.write_json(out_dir / "meta.json", meta)
@@ -136,7 +148,7 @@ def prepare(cfg: TranslationDataConfig, out_dir: str | Path) -> None:
             corpus.splits, corpus.eval_splits, tmp,
             vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, max_tokens=cfg.max_tokens,
             train_sentences=cfg.train_sentences, test_sentences=cfg.test_sentences,
-            provenance=corpus.provenance,
+            train_max_source_words=cfg.train_max_source_words, provenance=corpus.provenance,
         )
         io.write_json(tmp / "meta.json", {**meta, "corpus": cfg.corpus, "data": asdict(cfg)})
 

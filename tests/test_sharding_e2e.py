@@ -1,0 +1,56 @@
+"""Scale-out through DVC itself: two clones each train half of the schemes and push their runs (with DVC's run
+cache) to one shared remote; a third clone pulls and reproduces the whole report without training anything.
+The recipe is README, "Sharding a study across machines"."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_pipeline_e2e import ENV, ran, run
+
+pytestmark = pytest.mark.e2e
+
+STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "seeds=[0]"]
+
+
+def clone(origin: Path, dest: Path, remote: Path, schemes: list[str]) -> Path:
+    subprocess.run(["git", "clone", "-q", str(origin), str(dest)], check=True, env=ENV)
+    run(["dvc", "remote", "add", "--local", "-d", "shared", str(remote)], dest)
+    run(["pelab", "compose", *STUDY, f"pe.schemes=[{','.join(schemes)}]", "--out", "params.yaml"], dest)
+    return dest
+
+
+def test_two_shards_push_their_runs_and_a_third_clone_reproduces_the_report_without_training(
+        repo_root, tmp_path):
+    origin = tmp_path / "origin"
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=repo_root,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for rel in files:
+        if (repo_root / rel).is_file():
+            (origin / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo_root / rel, origin / rel)
+    run(["git", "init", "-q"], origin)
+    run(["git", "add", "-A"], origin)
+    run(["git", "commit", "-qm", "study"], origin)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+
+    for shard in (["none"], ["rope"]):  # one machine per scheme
+        machine = clone(origin, tmp_path / f"shard_{shard[0]}", remote, shard)
+        out = run(["dvc", "repro"], machine)
+        assert ran(out, "train") == {f"train@copy-{shard[0]}-0"}
+        run(["dvc", "push", "--run-cache"], machine)
+
+    whole = clone(origin, tmp_path / "whole", remote, ["none", "rope"])
+    run(["dvc", "pull", "--run-cache"], whole)
+    out = run(["dvc", "repro"], whole)
+    assert ran(out, "train") == set() and ran(out, "evaluate") == set()  # both restored from the run cache
+    assert "Running stage 'report'" in out
+    assert sorted(p.name for p in (whole / "reports/metrics/copy").iterdir()) == ["none.json", "rope.json"]
+    summary = json.loads((whole / "reports/summary.json").read_text())
+    assert set(summary["copy"]) == {"none", "rope"}
+    assert "`rope`" in (whole / "reports/report.md").read_text()
