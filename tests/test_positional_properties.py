@@ -19,9 +19,9 @@ from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 SCHEMES = [s for s in scheme_names() if s != "xpos"]  # xpos: causal attention only (tests/test_length.py)
 # fire: relative, and shift-invariant too (its normaliser reads extents relative to the keys; pelab.positional.fire).
 # The randomized schemes are their wrapped scheme at the positions a model gives them (the copy model: 0..T-1).
-RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5", "fire", "rand_rope"]
+RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5", "alibi_offset", "fire", "rand_rope"]
 ABSOLUTE_SCHEMES = ["sinusoidal", "learned", "rand_sinusoidal", "rand_learned"]
-BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "fire"]
+BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
 
 TRAIN_LENGTH = 20
 VOCAB = 12
@@ -182,6 +182,16 @@ def test_alibi_causal_is_the_standard_causal_bias(scheme: str) -> None:
     lower = -pe.slopes[:, None, None] * (i - j).float()  # -m·(i − j)
     expected = torch.where(j <= i, lower, torch.tensor(float("-inf")))
     assert_close(bias, expected)
+
+
+def test_alibi_offset_is_the_randomized_pe_studys_bidirectional_alibi() -> None:
+    """Ruoss et al. 2023, compute_alibi_encodings_biases: −|i − j| everywhere, + 1/2 below the diagonal (keys left
+    of the query), times each head's slope."""
+    pe = build_positional_encoding("alibi_offset", d_model=16, n_heads=4)
+    pos = torch.arange(5)
+    expected = torch.tensor([[-abs(i - j) + (0.5 if j < i else 0.0) for j in range(5)] for i in range(5)])
+    assert_close(pe.bias(pos, pos), pe.slopes[:, None, None] * expected[None])
+    assert not torch.equal(pe.bias(pos, pos), pe.bias(pos, pos).transpose(-1, -2))  # left and right differ
 
 
 def test_alibi_sym_is_symmetric() -> None:

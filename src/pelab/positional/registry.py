@@ -15,6 +15,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from pelab.positional.alibi import ALiBiPositionalEncoding
+from pelab.positional.alibi_offset import OffsetALiBiPositionalEncoding
 from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding
 from pelab.positional.fire import FIREPositionalEncoding
@@ -36,6 +37,7 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "alibi": ALiBiPositionalEncoding,
     "alibi_sym": SymmetricALiBiPositionalEncoding,
     "t5": T5RelativePositionalEncoding,
+    "alibi_offset": OffsetALiBiPositionalEncoding,  # the randomized-PE study's bidirectional ALiBi
     "fire": FIREPositionalEncoding,
     # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
     "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
