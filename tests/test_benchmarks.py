@@ -1,0 +1,31 @@
+"""The benchmark scripts run, CI-sized (their numbers are measured on an idle machine, benchmarks/results/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_x_transformers_comparison_runs_and_reports_a_ratio_per_scheme(tmp_path):
+    pytest.importorskip("x_transformers")
+    out = tmp_path / "x.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_xtransformers.py"), "--smoke", "--device", "cpu",
+                    "--out", str(out)], check=True, capture_output=True, text=True)
+    results = json.loads(out.read_text())
+    for study in ("copy", "translation"):
+        assert set(results[study]) == {"sinusoidal", "rope", "alibi", "t5"}
+        assert all(r["x_over_pelab"] > 0 for r in results[study].values())
+
+
+def test_the_positional_benchmark_runs(tmp_path):
+    out = tmp_path / "p.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_positional.py"), "--device", "cpu", "--d-model", "16",
+                    "--heads", "2", "--layers", "1", "--seq", "8", "--batch", "2", "--repeats", "1", "--out", str(out)],
+                   check=True, capture_output=True, text=True)
+    assert "rope" in json.loads(out.read_text())["train_step_ms"]
