@@ -113,11 +113,11 @@ def main(device: str, smoke: bool, repeats: int, out: str | None) -> None:
     mt_cfg = dict(d=16, layers=1, heads=2, seq=10, batch=2, vocab=50) if smoke else \
         dict(d=512, layers=3, heads=8, seq=32, batch=32, vocab=8000)
     repeats = 1 if smoke else repeats
-    import x_transformers
+    from importlib.metadata import version
 
     results = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
                "threads": torch.get_num_threads(), "torch": torch.__version__,
-               "x_transformers": getattr(x_transformers, "__version__", "?"), "copy": {}, "translation": {},
+               "x_transformers": version("x-transformers"), "copy": {}, "translation": {},
                "copy_config": copy_cfg, "translation_config": mt_cfg}
     click.echo(f"device={results['device']} threads={results['threads']} torch={torch.__version__}")
 
@@ -125,7 +125,7 @@ def main(device: str, smoke: bool, repeats: int, out: str | None) -> None:
     tokens = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), device=dev)
     for scheme in SCHEMES:
         pelab_cfg = ModelConfig(d_model=c["d"], n_layers=c["layers"], n_heads=c["heads"], d_ff=4 * c["d"])
-        builders = {"pelab": lambda s=scheme: build_copy_model(s, c["vocab"], pelab_cfg, scheme_options(s), seed=0),
+        builders = {"pelab": lambda s=scheme, p=pelab_cfg: build_copy_model(s, c["vocab"], p, scheme_options(s), seed=0),
                     "x": lambda s=scheme: x_encoder(s, c["vocab"], c["seq"], c["d"], c["layers"], c["heads"])}
         forward = {"pelab": lambda m: m(tokens)[0], "x": lambda m: m(tokens)}
         results["copy"][scheme] = r = compare("copy", builders, forward, tokens, dev, repeats)
@@ -138,7 +138,7 @@ def main(device: str, smoke: bool, repeats: int, out: str | None) -> None:
     for scheme in SCHEMES:
         cfg = Seq2SeqConfig(d_model=m["d"], encoder_layers=m["layers"], decoder_layers=m["layers"],
                             n_heads=m["heads"], d_ff=4 * m["d"], dropout=0.0)
-        builders = {"pelab": lambda s=scheme: build_seq2seq_model(s, m["vocab"], cfg, scheme_options(s), seed=0),
+        builders = {"pelab": lambda s=scheme, c=cfg: build_seq2seq_model(s, m["vocab"], c, scheme_options(s), seed=0),
                     "x": lambda s=scheme: x_seq2seq(s, m["vocab"], m["seq"], m["d"], m["layers"], m["heads"])}
         forward = {"pelab": lambda model: model(src, tgt), "x": lambda model: x_logits(model, src, tgt)}
         results["translation"][scheme] = r = compare("translation", builders, forward, tgt, dev, repeats)
