@@ -1,5 +1,5 @@
 """Scale-out through DVC itself: two clones each train half of the schemes and push their runs (with DVC's run
-cache) to one shared remote; a third clone pulls and reproduces the whole report without training anything.
+cache) to one shared remote; a third clone fetches them and reproduces the whole report without training anything.
 The recipe is README, "Sharding a study across machines"."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_two_shards_push_their_runs_and_a_third_clone_reproduces_the_report_with
         run(["dvc", "push", "--run-cache"], machine)
 
     whole = clone(origin, tmp_path / "whole", remote, ["none", "rope"])
-    run(["dvc", "pull", "--run-cache"], whole)
+    run(["dvc", "fetch", "--run-cache"], whole)  # run-cache entries and the outputs they name; no checkout
     out = run(["dvc", "repro"], whole)
     assert ran(out, "train") == set() and ran(out, "evaluate") == set()  # both restored from the run cache
     assert "Running stage 'report'" in out

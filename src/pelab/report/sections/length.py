@@ -9,25 +9,18 @@ from pelab.report import length_figures
 from pelab.report.context import ReportContext
 from pelab.report.tables import markdown_table, seed_values
 from pelab.stats import summarize
+from pelab.tasks import get_task
 
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
 
-def get_length_task(task: str):
-    from pelab.tasks import get_task
-
-    return get_task(task)
-
-
 def length_tasks(ctx: ReportContext) -> list[str]:
-    from pelab.tasks import get_task
     from pelab.tasks.length.task import LengthTask
 
     return [t for t in ctx.params.tasks if isinstance(get_task(t), LengthTask) and ctx.has_task(t)]
 
 
 def chance_level(ctx: ReportContext, task: str) -> float:
-    from pelab.tasks import get_task
     from pelab.tasks.length.data.problems import PROBLEMS
 
     return 1.0 / PROBLEMS[get_task(task).problem].alphabet(ctx.cfg(task).data.n_symbols)
@@ -102,7 +95,7 @@ def section(ctx: ReportContext) -> list[str]:
     rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}", f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}",
                   f"{r['first']:.2f}"] for s, r in rank.iterrows()]
     notes = []
-    longest_trained = max(get_length_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.train_max) for t in tasks)
+    longest_trained = max(get_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.train_max) for t in tasks)
     if "learned" in schemes:
         notes.append(f"`learned` has {cfg.options('learned').max_positions} rows so that every evaluated position "
                      f"has one; rows past the longest trained row ({longest_trained} tokens) never receive a gradient, "
