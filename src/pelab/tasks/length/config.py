@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pelab.config import TrainConfig
+from pelab.model.config import ModelConfig
 
 __all__ = ["LengthDataConfig", "LengthEvalConfig", "LengthModelConfig", "TrainConfig"]
 
@@ -43,24 +44,7 @@ class LengthDataConfig:
             raise ValueError(f"length data.holdout_share must be in (0, 1), got {self.holdout_share}")
 
 
-@dataclass(frozen=True)
-class LengthModelConfig:
-    """Pre-LN Transformer layers: bidirectional (``<problem>``) or causal (``<problem>_causal``)."""
-
-    d_model: int = 64
-    n_layers: int = 2
-    n_heads: int = 4
-    d_ff: int = 256
-    dropout: float = 0.0
-
-    def __post_init__(self) -> None:
-        if min(self.d_model, self.n_layers, self.n_heads, self.d_ff) < 1:
-            raise ValueError(f"model sizes must be >= 1, got d_model={self.d_model}, n_layers={self.n_layers}, "
-                             f"n_heads={self.n_heads}, d_ff={self.d_ff}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}")
+LengthModelConfig = ModelConfig  # the shared encoder config; the task decides bidirectional or causal
 
 
 @dataclass(frozen=True)
