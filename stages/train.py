@@ -1,27 +1,47 @@
-"""Stage train@<task>-<scheme>-<seed>: train one run (atomically: a killed stage leaves nothing behind)."""
+"""Stages train@<task>-<scheme> and train_length@<task>-<scheme>-<seed>: train runs (atomically: a killed stage
+leaves no partial run behind).
+
+Without ``--seed``, every seed of params ``seeds`` is trained, together as one vectorised model where the task
+allows it (pelab.training.vectorised), whose state is saved to ``--resume`` every few minutes so that a killed
+stage continues where it stopped. Each run lands in ``RUNS/<task>/<scheme>/seed_<k>`` and its live curves in
+``LIVE/<task>/<scheme>/seed_<k>``.
+"""
+
+from pathlib import Path
 
 import click
 from _common import one_line_errors, params_option, task_option
 
 from pelab.config import load_params
-from pelab.runner.train import train_run
+from pelab.runner.checkpoint import run_dir
+from pelab.runner.train import train_runs
 
 
 @click.command()
 @params_option
 @task_option
 @click.option("--scheme", required=True)
-@click.option("--seed", required=True, type=int)
+@click.option("--seed", "seeds", type=int, multiple=True, help="seeds to train (repeatable); default: params seeds")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--live", "live_dir", default=None, type=click.Path(file_okay=False),
-              help="DVCLive directory for the training curves, written as they are logged")
+@click.option("--runs", "runs_root", required=True, type=click.Path(file_okay=False), help="the runs folder")
+@click.option("--live", "live_root", default=None, type=click.Path(file_okay=False),
+              help="the DVCLive folder for the training curves, written as they are logged")
+@click.option("--resume", "resume_root", default=".resume", show_default=True, type=click.Path(file_okay=False),
+              help="where the state of seeds trained together is saved while they train")
+@click.option("--sequential", is_flag=True, help="train the seeds one after another, not as one vectorised model")
 @one_line_errors
-def main(params_path: str, task_name: str, scheme: str, seed: int, data_dir: str, out_dir: str,
-         live_dir: str | None) -> None:
-    cost = train_run(load_params(params_path), task_name, scheme, seed, data_dir, out_dir, live_dir=live_dir)
-    click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
-               f"{cost['wall_time_s']:.1f} s on {cost['device']}")
+def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], data_dir: str, runs_root: str,
+         live_root: str | None, resume_root: str, sequential: bool) -> None:
+    params = load_params(params_path)
+    seeds = seeds or tuple(params.seeds)
+    outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
+    lives = None if live_root is None else [run_dir(live_root, task_name, scheme, seed) for seed in seeds]
+    costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, vectorise=not sequential,
+                       resume=Path(resume_root) / task_name / f"{scheme}.pt")
+    for seed, cost in zip(seeds, costs):
+        together = f", {cost['seeds_together']} seeds together" if "seeds_together" in cost else ""
+        click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
+                   f"{cost['wall_time_s']:.1f} s on {cost['device']}{together}")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,9 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
+        # False: attention as explicit matmul + softmax instead of the fused SDPA kernel. Set while the module
+        # is vmapped over seeds (training.vectorised): vmap has no batching rule for some fused kernels.
+        self.fused = True
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)  # (B, H, T, Dh)
@@ -87,7 +90,7 @@ class MultiHeadAttention(nn.Module):
             attn_bias = attn_bias.to(q.dtype)
         dropout = self.dropout if self.training else 0.0
         weights = None
-        if need_weights:
+        if need_weights or not self.fused:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
             if attn_bias is not None:
                 scores = scores + attn_bias

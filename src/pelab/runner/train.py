@@ -1,8 +1,11 @@
-"""Train one (task, scheme, seed) run into its run directory (see ``checkpoint``), atomically."""
+"""Train (task, scheme) runs, one per seed, into their run directories (see ``checkpoint``), atomically:
+one seed at a time, or the seeds of a (task, scheme) together as one vectorised model."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import torch
@@ -14,8 +17,9 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.live import live_logger
 from pelab.tasks import get_task
 from pelab.training.accounting import run_cost
-from pelab.training.loop import pick_device, train
+from pelab.training.loop import TrainResult, pick_device, train
 from pelab.training.seeding import seeded
+from pelab.training.vectorised import train_seeds
 
 COST_METRICS = ("params_total", "params_without_positional", "wall_time_s", "tokens_per_s", "peak_memory_mb",
                 "final_loss")
@@ -34,41 +38,91 @@ def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: 
 
     ``live_dir``, if given, receives the training curves as they are logged (DVCLive, ``runner.live``).
     """
+    return train_runs(params, task_name, scheme, [seed], data_dir, [out_dir], device,
+                      None if live_dir is None else [live_dir], vectorise=False)[0]
+
+
+def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int], data_dir: str | Path,
+               out_dirs: Sequence[str | Path], device: str | None = None,
+               live_dirs: Sequence[str | Path] | None = None, vectorise: bool = True,
+               resume: str | Path | None = None) -> list[dict[str, float]]:
+    """Train one run per seed into ``out_dirs`` (each appears only when complete); returns their cost records.
+
+    With ``vectorise`` and a task that allows it (``Task.vectorises``), the seeds train together as one
+    vectorised model (``training.vectorised``), whose state is saved every few minutes to ``resume`` (if
+    given) so that a killed run continues from there; the file is removed once the runs are written.
+    Otherwise the seeds train one after another, each written as it finishes.
+    """
     task, cfg = get_task(task_name), params.task(task_name)
     check_scheme(scheme)
     dev = pick_device(device or params.device)
     data = task.load_data(Path(data_dir))
     info = task.data_info(data)
     options = cfg.options(scheme)
-    model = task.build_model(cfg.model, scheme, options, seed, info)
-    for pe in (m for m in model.modules() if isinstance(m, PositionalEncoding)):
-        pe.check_length(int(info["max_length"]))
     torch.use_deterministic_algorithms(True, warn_only=True)
     validate = task.validation(cfg, data, dev)
-    start = time.perf_counter()
-    with seeded(seed), live_logger(live_dir) as log_row:  # seeded: the dropout stream, the same for every scheme
-        result = train(
-            model, task.batches(cfg, data, seed), task.loss(cfg), cfg.train, dev,
-            desc=f"{task_name} {scheme} seed {seed}",
-            snapshot=position_snapshot if cfg.train.checkpoints > 0 else None,
-            on_log=(lambda step, m: validate(m)) if validate else None,
-            on_row=log_row,
-            what=f"task {task_name}, scheme {scheme}, seed {seed}",
-        )
-    cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data)}
-    rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
-    if "val_loss" in result.history[-1]:
-        rows.append({"split": "val", "length": "all", "metric": "loss", "value": float(result.history[-1]["val_loss"])})
-    ident = {"task": task_name, "pe": scheme, "seed": seed}
-    with io.atomic_dir(out_dir) as tmp:
-        torch.save(model.cpu().state_dict(), tmp / WEIGHTS)
-        if result.snapshots and result.snapshots[0][1]:
-            torch.save(result.snapshots, tmp / "position_snapshots.pt")
-        io.write_csv(tmp / "history.csv", result.history)
-        io.write_jsonl(tmp / "train_records.jsonl", [{**ident, **row} for row in rows])
-        io.write_json(tmp / RUN_FILE, {
-            "task": task_name, "scheme": scheme, "seed": seed, "profile": params.profile,
-            "model": to_dict(cfg.model), "train": to_dict(cfg.train), "options": to_dict(options), "info": info,
-            "cost": cost, "total_time_s": time.perf_counter() - start,
-        })
-    return cost
+    on_log = (lambda step, m: validate(m)) if validate else None
+    snapshot = position_snapshot if cfg.train.checkpoints > 0 else None
+    live_dirs = list(live_dirs) if live_dirs is not None else [None] * len(seeds)
+
+    def build(seed: int) -> torch.nn.Module:
+        model = task.build_model(cfg.model, scheme, options, seed, info)
+        for pe in (m for m in model.modules() if isinstance(m, PositionalEncoding)):
+            pe.check_length(int(info["max_length"]))
+        return model
+
+    def save(seed: int, model: torch.nn.Module, result: TrainResult, out_dir: str | Path, seconds: float) -> dict:
+        cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data)}
+        if len(seeds) > 1 and vectorise and task.vectorises:
+            cost["seeds_together"] = len(seeds)  # wall time and tokens are the whole stack's
+        rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
+        if "val_loss" in result.history[-1]:
+            rows.append({"split": "val", "length": "all", "metric": "loss",
+                         "value": float(result.history[-1]["val_loss"])})
+        ident = {"task": task_name, "pe": scheme, "seed": seed}
+        with io.atomic_dir(out_dir) as tmp:
+            torch.save(model.cpu().state_dict(), tmp / WEIGHTS)
+            if result.snapshots and result.snapshots[0][1]:
+                torch.save(result.snapshots, tmp / "position_snapshots.pt")
+            io.write_csv(tmp / "history.csv", result.history)
+            io.write_jsonl(tmp / "train_records.jsonl", [{**ident, **row} for row in rows])
+            io.write_json(tmp / RUN_FILE, {
+                "task": task_name, "scheme": scheme, "seed": seed, "profile": params.profile,
+                "model": to_dict(cfg.model), "train": to_dict(cfg.train), "options": to_dict(options), "info": info,
+                "cost": cost, "total_time_s": seconds,
+            })
+        return cost
+
+    if vectorise and task.vectorises and len(seeds) > 1:
+        start = time.perf_counter()
+        models = [build(seed) for seed in seeds]
+        whats = [f"task {task_name}, scheme {scheme}, seed {seed}" for seed in seeds]
+        with seeded(seeds[0]), ExitStack() as stack:  # seeded: the dropout streams, the same for every scheme
+            loggers = [stack.enter_context(live_logger(d)) for d in live_dirs]
+            results = train_seeds(
+                models, [task.batches(cfg, data, seed) for seed in seeds], task.loss(cfg), cfg.train, dev,
+                pad_values=task.batch_padding, desc=f"{task_name} {scheme} seeds {','.join(map(str, seeds))}",
+                snapshot=snapshot, on_log=on_log,
+                on_rows=[log or (lambda row: None) for log in loggers], what=whats, resume=resume,
+                resume_key={"task": task_name, "scheme": scheme, "seeds": list(seeds), "model": to_dict(cfg.model),
+                            "train": to_dict(cfg.train), "options": to_dict(options), "info": info},
+            )
+        seconds = time.perf_counter() - start
+        costs = [save(seed, model, result, out, seconds)
+                 for seed, model, result, out in zip(seeds, models, results, out_dirs)]
+        if resume is not None:
+            Path(resume).unlink(missing_ok=True)
+        return costs
+
+    costs = []
+    for seed, out_dir, live_dir in zip(seeds, out_dirs, live_dirs):
+        start = time.perf_counter()
+        model = build(seed)
+        with seeded(seed), live_logger(live_dir) as log_row:  # seeded: the dropout stream, the same for every scheme
+            result = train(
+                model, task.batches(cfg, data, seed), task.loss(cfg), cfg.train, dev,
+                desc=f"{task_name} {scheme} seed {seed}", snapshot=snapshot, on_log=on_log, on_row=log_row,
+                what=f"task {task_name}, scheme {scheme}, seed {seed}",
+            )
+        costs.append(save(seed, model, result, out_dir, time.perf_counter() - start))
+    return costs

@@ -61,13 +61,13 @@ class BucketedBatches:
 
 
 def make_loss(label_smoothing: float):
-    def loss_fn(model: Seq2SeqTransformer, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
+    def loss_fn(model: Seq2SeqTransformer, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, torch.Tensor]:
         src, tgt_in, tgt_out = batch
         logits = model(src, tgt_in)  # (B, T, V)
         loss = F.cross_entropy(
             logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=PAD_ID, label_smoothing=label_smoothing
         )
-        return loss, int((tgt_out != PAD_ID).sum())
+        return loss, (tgt_out != PAD_ID).sum()  # a tensor: reading it would sync the device every step
 
     return loss_fn
 
@@ -102,6 +102,7 @@ class TranslationTask(Task):
     name = "translation"
     sections = {"data": TranslationDataConfig, "model": Seq2SeqConfig, "train": TranslationTrainConfig,
                 "eval": TranslationEvalConfig}
+    batch_padding = (PAD_ID, PAD_ID, PAD_ID)  # (src, tgt_in, tgt_out): masks and the loss ignore <pad>
     _metrics = ["bleu_beam", "chrf_beam", "bleu_greedy", "chrf_greedy"]
     headline = {"test_2016_flickr": _metrics, "test_2017_flickr": _metrics, "test": _metrics, "val": ["loss"]}
     _first = ("test_2016_flickr", "test")  # Multi30k's headline test set, else the corpus' own test split
