@@ -6,12 +6,15 @@
 Both sides run the real training code on the real models of the copy encoder and the translation
 encoder-decoder, at the profile's sizes (``--size``), for the schemes sinusoidal, rope, alibi and t5: same
 steps, same per-seed batches (random tokens of the profile's batch shape, one generator per seed), same
-AdamW, schedule and clipping. The two are alternated (sequential, vectorised, sequential, ...) and the median
+AdamW, schedule and clipping. Models are built before the clock starts (each side trains its own copy of
+the same initial weights), so the times are training alone: moving to the device, the optimiser, the steps.
+The two are alternated (sequential, vectorised, sequential, ...) and the median
 wall time of each is compared: ``speedup`` = sequential / vectorised. ``--smoke`` is a CI-sized check.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import platform
 import statistics
@@ -73,13 +76,17 @@ def measure(study: str, scheme: str, size: dict, seeds: int, steps: int, device:
     loss = copy_loss if study == "copy" else make_loss(0.1)
     data = [batches(study, size, s, steps) for s in range(seeds)]
 
+    initial = [build(study, scheme, size, s) for s in range(seeds)]  # built once, outside the timings
+    fresh = [copy.deepcopy(initial) for _ in range(2 * (rounds + 1))]  # each timed side trains its own copy
+
     def sequential() -> None:
+        models = fresh.pop()
         for s in range(seeds):
-            train(build(study, scheme, size, s), data[s], loss, cfg, device, desc="sequential")
+            train(models[s], data[s], loss, cfg, device, desc="sequential")
 
     def vectorised() -> None:
-        train_seeds([build(study, scheme, size, s) for s in range(seeds)], data, loss, cfg, device,
-                    pad_values=None if study == "copy" else (0, 0, 0), desc="vectorised")
+        train_seeds(fresh.pop(), data, loss, cfg, device, pad_values=None if study == "copy" else (0, 0, 0),
+                    desc="vectorised")
 
     times: dict[str, list[float]] = {"sequential": [], "vectorised": []}
     for i in range(rounds + 1):  # the first round warms up (allocator, kernels) and is dropped
@@ -101,7 +108,7 @@ def measure(study: str, scheme: str, size: dict, seeds: int, steps: int, device:
 @click.option("--device", default="cuda" if torch.cuda.is_available() else "cpu", show_default=True)
 @click.option("--size", type=click.Choice(["quick", "full"]), default="quick", show_default=True)
 @click.option("--seeds", default=5, show_default=True)
-@click.option("--steps", default=30, show_default=True)
+@click.option("--steps", default=50, show_default=True)
 @click.option("--rounds", default=2, show_default=True)
 @click.option("--smoke", is_flag=True, help="tiny sizes, 2 seeds, 3 steps, 1 round: checks the script runs (CI)")
 @click.option("--out", type=click.Path(dir_okay=False), default=None)

@@ -76,6 +76,17 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
     sampler.start()
     start = time.perf_counter()
 
+    def save(done: bool = False) -> None:
+        if not out:
+            return
+        wall = time.perf_counter() - start
+        peak = max((s["memory_used_mib"] for s in samples), default=None)
+        util = sum(s["utilization_pct"] for s in samples) / len(samples) if samples else None
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps({"params": params_path, "workers": workers, "finished": done, "wall_s": wall,
+                                         "gpu_peak_memory_used_mib": peak, "gpu_mean_utilization_pct": util,
+                                         "stages": runs, "gpu_samples": samples}, indent=1) + "\n")
+
     def output(argv: list[str]) -> Path | None:
         """The stage's output that exists once it is done (--out, or the last seed's run), if --skip-done."""
         if not skip_done:
@@ -92,6 +103,7 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
             results = list(pool.map(lambda job: run_stage(job[0], job[1], log_dir, output(job[1])), jobs))
         runs.extend(results)
         print(f"== {name}: {time.perf_counter() - tick:.1f} s", flush=True)
+        save()
         failed = [r["stage"] for r in results if r["returncode"]]
         if failed:
             raise SystemExit(f"stages failed: {failed}; see {log_dir}/")
@@ -118,13 +130,7 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
     wall = time.perf_counter() - start
     stop.set()
     print(f"whole study: {wall:.1f} s ({wall / 60:.1f} min) with {workers} stages at a time", flush=True)
-    if out:
-        peak = max((s["memory_used_mib"] for s in samples), default=None)
-        util = sum(s["utilization_pct"] for s in samples) / len(samples) if samples else None
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps({"params": params_path, "workers": workers, "wall_s": wall,
-                                         "gpu_peak_memory_used_mib": peak, "gpu_mean_utilization_pct": util,
-                                         "stages": runs, "gpu_samples": samples}, indent=1) + "\n")
+    save(done=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""Where a training step's time goes: torch.profiler over a few steps of one study at a profile's size.
+
+    python benchmarks/profile_step.py [--device cuda] [--study translation] [--size full] [--seeds 5] [--steps 20]
+
+Prints the step time (sequential one seed, and ``--seeds`` vectorised), then the profiler's table of the
+vectorised steps sorted by self CPU time: on a GPU a step whose CPU time far exceeds its CUDA time is bound by
+Python and kernel launches, not by the GPU.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+import torch
+from bench_seeds import SIZES, batches, build
+from torch.profiler import ProfilerActivity, profile
+
+from pelab.config import TrainConfig
+from pelab.tasks.copy.task import copy_loss
+from pelab.tasks.translation.task import make_loss
+from pelab.training.loop import train
+from pelab.training.vectorised import train_seeds
+
+
+@click.command()
+@click.option("--device", default="cuda" if torch.cuda.is_available() else "cpu", show_default=True)
+@click.option("--study", type=click.Choice(["copy", "translation"]), default="translation", show_default=True)
+@click.option("--size", type=click.Choice(["quick", "full"]), default="full", show_default=True)
+@click.option("--seeds", default=5, show_default=True)
+@click.option("--steps", default=20, show_default=True)
+@click.option("--rows", default=20, show_default=True)
+def main(device: str, study: str, size: str, seeds: int, steps: int, rows: int) -> None:
+    dev, shape = torch.device(device), SIZES[size][study]
+    cfg = TrainConfig(steps=steps, batch_size=shape["batch"], lr=1e-3, warmup_steps=1, log_every=steps)
+    loss = copy_loss if study == "copy" else make_loss(0.1)
+    pad = None if study == "copy" else (0, 0, 0)
+    data = [batches(study, shape, s, steps) for s in range(seeds)]
+
+    def timed(fn) -> float:
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - start) / steps * 1000
+
+    model = build(study, "rope", shape, 0)
+    train(model, data[0], loss, cfg, dev)  # warm-up
+    one = timed(lambda: train(build(study, "rope", shape, 0), data[0], loss, cfg, dev))
+    train_seeds([build(study, "rope", shape, s) for s in range(seeds)], data, loss, cfg, dev, pad_values=pad)
+    models = [build(study, "rope", shape, s) for s in range(seeds)]
+    many = timed(lambda: train_seeds(models, data, loss, cfg, dev, pad_values=pad))
+    click.echo(f"{study} {size} rope: {one:.1f} ms per step for one seed, {many:.1f} ms per step for {seeds} "
+               f"seeds together ({seeds * one / many:.2f}x)")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    models = [build(study, "rope", shape, s) for s in range(seeds)]
+    with profile(activities=activities) as prof:
+        train_seeds(models, data, loss, cfg, dev, pad_values=pad)
+    click.echo(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+
+
+if __name__ == "__main__":
+    main()
