@@ -1,0 +1,164 @@
+"""Seeds trained together (pelab.training.vectorised) are the runs each seed makes alone: same initial weights,
+data order and optimisation, to float tolerance; per-seed clipping; a killed stack resumes where it stopped."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from conftest import smoke_params, smoke_raw
+
+from pelab import io
+from pelab.config import TrainConfig
+from pelab.runner.train import train_runs
+from pelab.tasks import get_task
+from pelab.tasks.copy.task import copy_loss
+from pelab.training.loop import train
+from pelab.training.vectorised import clip_per_seed, stack_batches, train_seeds
+
+
+def _params(tmp_path, task: str, **train):
+    raw = smoke_raw()
+    raw[task] = {**raw[task], "train": {**raw[task]["train"], **train}}
+    if task == "translation":
+        raw[task]["model"] = {**raw[task]["model"], "dropout": 0.0}  # dropout streams differ by design
+    params = smoke_params(tmp_path, **{task: raw[task]})
+    get_task(task).prepare(params.task(task), tmp_path / "data")
+    return params
+
+
+def _losses(run_dir) -> list[float]:
+    return [float(row["loss"]) for row in io.read_csv(run_dir / "history.csv")]
+
+
+@pytest.mark.parametrize("task, scheme", [("copy", "rope"), ("copy", "t5"), ("translation", "alibi")])
+def test_the_stage_trains_each_seed_in_the_stack_as_its_single_run(tmp_path, task, scheme):
+    """Through the runner, in fp32: identical to float tolerance over the first 60 steps (fp32 rounding
+    differences then grow, as between any two kernels; the fp64 test below holds for hundreds of steps)."""
+    params = _params(tmp_path, task, steps=60, log_every=10)
+    seeds = [0, 1, 2]
+    alone = [tmp_path / f"alone_{k}" for k in seeds]
+    together = [tmp_path / f"together_{k}" for k in seeds]
+    train_runs(params, task, scheme, seeds, tmp_path / "data", alone, device="cpu", vectorise=False)
+    costs = train_runs(params, task, scheme, seeds, tmp_path / "data", together, device="cpu")
+    assert all(c["seeds_together"] == 3 for c in costs)
+    for a, b in zip(alone, together):
+        assert _losses(a) == pytest.approx(_losses(b), rel=2e-4, abs=2e-5)
+        wa, wb = torch.load(a / "model.pt"), torch.load(b / "model.pt")
+        assert wa.keys() == wb.keys()
+        for name in wa:  # atol: a key bias has a zero true gradient, so Adam steps on its rounding noise
+            assert torch.allclose(wa[name], wb[name], rtol=1e-3, atol=1e-3), name
+    assert _losses(alone[0]) != pytest.approx(_losses(alone[1]), rel=1e-3)  # the seeds really differ
+
+
+@pytest.mark.parametrize("task, scheme", [("copy", "rope"), ("copy", "alibi"), ("translation", "t5")])
+def test_in_float64_a_stacked_seed_follows_its_single_run_for_hundreds_of_steps(tmp_path, task, scheme):
+    """fp64 models (the losses still round logits to fp32, as in every run): the stack's kernels (batched
+    matmuls, explicit attention) round differently from one model's, and Adam grows such differences, but over
+    300 steps they stay below 1e-3 relative (3.4e-4 measured for copy/rope), while two seeds differ by 10%."""
+    params = _params(tmp_path, task, steps=300 if task == "copy" else 150, log_every=10)
+    spec, cfg = get_task(task), params.task(task)
+    data = spec.load_data(tmp_path / "data")
+    info = spec.data_info(data)
+    seeds = [0, 1, 2]
+    models = [spec.build_model(cfg.model, scheme, cfg.options(scheme), k, info).double() for k in seeds]
+    alone = [train(copy.deepcopy(m), spec.batches(cfg, data, k), spec.loss(cfg), cfg.train, torch.device("cpu"))
+             for m, k in zip(models, seeds)]
+    stacked = copy.deepcopy(models)
+    together = train_seeds(stacked, [spec.batches(cfg, data, k) for k in seeds], spec.loss(cfg), cfg.train,
+                           torch.device("cpu"), pad_values=spec.batch_padding)
+    for a, b in zip(alone, together):
+        assert [r["loss"] for r in b.history] == pytest.approx([r["loss"] for r in a.history], rel=1e-3)
+
+
+def test_translation_batches_of_different_lengths_are_padded_to_one_shape():
+    a = (torch.tensor([[5, 6, 2]]), torch.tensor([[1, 7]]))
+    b = (torch.tensor([[5, 2]]), torch.tensor([[1, 7, 8, 9]]))
+    src, tgt = stack_batches([a, b], pad_values=(0, 0))
+    assert src.tolist() == [[[5, 6, 2]], [[5, 2, 0]]] and tgt.tolist() == [[[1, 7, 0, 0]], [[1, 7, 8, 9]]]
+    with pytest.raises(ValueError, match="differs in shape across seeds"):
+        stack_batches([a, b])
+
+
+def test_each_seed_is_clipped_by_its_own_global_norm():
+    torch.manual_seed(0)
+    models = [torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)) for _ in range(3)]
+    grads = [[torch.randn_like(p) * scale for p in m.parameters()] for m, scale in zip(models, (0.01, 1.0, 10.0))]
+    stacked = [torch.stack(per_param).requires_grad_() for per_param in zip(*grads)]
+    for p, per_param in zip(stacked, zip(*grads)):
+        p.grad = torch.stack(per_param).clone()
+    norms = clip_per_seed(stacked, max_norm=1.0)
+    for s, model in enumerate(models):
+        for p, g in zip(model.parameters(), grads[s]):
+            p.grad = g.clone()
+        expected = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        assert float(norms[s]) == pytest.approx(float(expected), rel=1e-5)
+        for p, clipped in zip(model.parameters(), stacked):
+            assert torch.allclose(p.grad, clipped.grad[s], rtol=1e-5, atol=1e-7)
+
+
+def test_a_killed_stack_resumes_where_it_stopped_and_ends_as_if_never_killed(tmp_path):
+    params = _params(tmp_path, "copy", steps=40, log_every=5)
+    task, cfg = get_task("copy"), params.task("copy")
+    data = task.load_data(tmp_path / "data")
+    info = task.data_info(data)
+    build = [task.build_model(cfg.model, "rope", cfg.options("rope"), k, info) for k in (0, 1)]
+
+    def fit(models, resume=None, kill_at=None):
+        def row_seen(row):
+            if kill_at is not None and row["step"] == kill_at:
+                raise KeyboardInterrupt  # the kill, right after the state of step kill_at was saved
+        return train_seeds(models, [task.batches(cfg, data, k) for k in (0, 1)], copy_loss, cfg.train,
+                           torch.device("cpu"), on_rows=[row_seen, lambda row: None], resume=resume,
+                           resume_key={"run": "test"}, save_every_s=0.0)
+
+    torch.manual_seed(0)
+    whole = fit(copy.deepcopy(build))
+    state = tmp_path / "resume" / "copy" / "rope.pt"
+    torch.manual_seed(0)
+    with pytest.raises(KeyboardInterrupt):
+        fit(copy.deepcopy(build), resume=state, kill_at=25)
+    assert torch.load(state, weights_only=False)["step"] == 20  # saved after the row of step 20, not 25's
+    torch.manual_seed(123)  # the RNG state comes from the saved state, not from here
+    models = copy.deepcopy(build)
+    resumed = fit(models, resume=state)
+    for a, b in zip(whole, resumed):
+        assert [r["step"] for r in b.history] == [r["step"] for r in a.history]
+        assert [r["loss"] for r in b.history] == pytest.approx([r["loss"] for r in a.history], rel=1e-5)
+
+
+def test_a_resume_file_of_another_training_is_ignored(tmp_path, capsys):
+    params = _params(tmp_path, "copy", steps=10, log_every=5)
+    task, cfg = get_task("copy"), params.task("copy")
+    data = task.load_data(tmp_path / "data")
+    info = task.data_info(data)
+    models = [task.build_model(cfg.model, "none", cfg.options("none"), k, info) for k in (0, 1)]
+    state = tmp_path / "state.pt"
+    torch.save({"key": {"run": "another"}, "step": 5}, state)
+    results = train_seeds(models, [task.batches(cfg, data, k) for k in (0, 1)], copy_loss, cfg.train,
+                          torch.device("cpu"), resume=state, resume_key={"run": "this"})
+    assert "holds another training state" in capsys.readouterr().out
+    assert [r["step"] for r in results[0].history] == [5, 10]
+
+
+def test_a_task_whose_batches_cannot_stack_trains_its_seeds_one_after_another(tmp_path):
+    raw = smoke_raw(length_tasks=["reverse"])
+    params = smoke_params(tmp_path, **raw)
+    get_task("reverse").prepare(params.task("reverse"), tmp_path / "data")
+    costs = train_runs(params, "reverse", "none", [0, 1], tmp_path / "data",
+                       [tmp_path / "seed_0", tmp_path / "seed_1"], device="cpu")
+    assert not get_task("reverse").vectorises and all("seeds_together" not in c for c in costs)
+    assert (tmp_path / "seed_1" / "model.pt").exists()
+
+
+def test_a_diverging_seed_is_named_when_seeds_train_together(tmp_path):
+    params = _params(tmp_path, "copy", lr=1e9)
+    with pytest.raises(ValueError, match=r"training diverged: loss (nan|inf) at step \d+ \(task copy, scheme rope, "
+                                         r"seed [01], lr [0-9.e+]+\); lower the learning rate"):
+        train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", [tmp_path / "a", tmp_path / "b"], device="cpu")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_training_config_is_shared_unchanged():
+    assert TrainConfig().grad_clip == 1.0  # the clip every task uses, per seed when stacked
