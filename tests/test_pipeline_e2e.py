@@ -4,8 +4,8 @@ the outputs, and that caching follows meaning:
 
 * touching an evaluation module re-runs evaluation, aggregate and report, and no training stage;
 * changing one option of `t5` for one task retrains only that task's `t5` runs;
-* adding a seed trains only that seed;
-* SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the runs not finished before the kill;
+* adding a seed retrains each scheme's stack of seeds (one stage) and only the new seed's length runs;
+* SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the stages not finished before the kill;
 * `dvc exp run -S 'pe=[rope,t5]'`-style subsets reuse cached runs.
 """
 
@@ -47,6 +47,10 @@ def ran(output: str, kind: str) -> set[str]:
 
 
 def trains(tasks=TASKS, schemes=SCHEMES, seeds=SEEDS, stage="train") -> set[str]:
+    """Training stage names: train@<task>-<scheme> (the seeds of a scheme train together, one stage), or
+    train_length@<task>-<scheme>-<seed> (the length study, one stage per run)."""
+    if stage == "train":
+        return {f"train@{t}-{s}" for t in tasks for s in schemes}
     return {f"{stage}@{t}-{s}-{k}" for t in tasks for s in schemes for k in seeds}
 
 
@@ -57,7 +61,8 @@ def edit_params(project: Path, change) -> None:
     path.write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-def locked_trains(project: Path) -> set[str]:
+def locked_trains(project: Path, seeds: list[int]) -> set[str]:
+    """train@ stages that dvc.lock records as trained with params ``seeds``."""
     lock = project / "dvc.lock"
     if not lock.exists():
         return set()
@@ -67,7 +72,8 @@ def locked_trains(project: Path) -> set[str]:
         return set()
     if not isinstance(lock_data, dict):  # caught mid-write: empty or truncated
         return set()
-    return {name for name in lock_data.get("stages", {}) if name.startswith("train@")}
+    return {name for name, entry in lock_data.get("stages", {}).items()
+            if name.startswith("train@") and entry.get("params", {}).get("params.yaml", {}).get("seeds") == seeds}
 
 
 @pytest.fixture(scope="module")
@@ -158,23 +164,27 @@ def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
     assert ran(out, "evaluate") == {"evaluate@copy-t5"}
 
 
-def test_adding_a_seed_trains_only_it_and_a_kill_loses_only_the_run_in_progress(project):
-    edit_params(project, lambda p: p.update(seeds=[*SEEDS, 2]))
-    before = locked_trains(project)
-    new = trains(seeds=[2])
+def test_adding_a_seed_retrains_each_schemes_stack_and_a_kill_loses_only_the_stage_in_progress(project):
+    """The seeds of a (task, scheme) are one vectorised stage, so a new seed retrains each stack; the length
+    study (one stage per run) trains only the new seed's runs. A SIGKILL loses only the stages in progress."""
+    seeds = [*SEEDS, 2]
+    edit_params(project, lambda p: p.update(seeds=seeds))
+    stacks = trains()
     proc = subprocess.Popen(["dvc", "repro"], cwd=project, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:
         deadline = time.time() + 300
-        while time.time() < deadline and len(locked_trains(project) & new) < 2 and proc.poll() is None:
+        while time.time() < deadline and len(locked_trains(project, seeds)) < 2 and proc.poll() is None:
             time.sleep(0.05)
     finally:  # always: a dvc left running would hold the repository's lock for the next test
         os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running
         proc.wait()
-    finished = locked_trains(project) & new
-    assert len(finished) >= 2 and locked_trains(project) >= before
+    finished = locked_trains(project, seeds)
+    assert 2 <= len(finished) < len(stacks)
     out = run(["dvc", "repro"], project)
-    assert ran(out, "train") == new - finished  # only the runs not finished before the kill
+    assert ran(out, "train") == stacks - finished  # only the stages not finished before the kill
+    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, seeds=[2],
+                                              stage="train_length")
     assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
     assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
 
