@@ -1,0 +1,60 @@
+"""A multi-GPU box through DVC itself: experiments queued with `dvc exp run --queue` and run by `dvc queue start
+-j 2` (two workers; on a GPU box, one GPU each through CUDA_VISIBLE_DEVICES, README "One box, several GPUs")
+finish with intact, distinct results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+
+import pytest
+from test_pipeline_e2e import run
+
+pytestmark = pytest.mark.e2e
+
+STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "seeds=[0]"]
+
+
+def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_results(repo_root, tmp_path):
+    project = tmp_path / "repo"
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=repo_root,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for rel in files:
+        if (repo_root / rel).is_file():
+            (project / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo_root / rel, project / rel)
+    run(["git", "init", "-q"], project)
+    run(["pelab", "compose", *STUDY, "pe=none", "--out", "params.yaml"], project)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "study"], project)
+
+    for scheme, name in (("none", "exp-none"), ("rope", "exp-rope")):
+        run(["dvc", "exp", "run", "--queue", "-n", name, *[a for s in STUDY for a in ("-S", s)], "-S", f"pe={scheme}"],
+            project)
+    run(["dvc", "queue", "start", "-j", "2"], project)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            status = run(["dvc", "queue", "status"], project)
+            if "Queued" not in status and "Running" not in status:
+                break
+            time.sleep(2)
+    finally:
+        run(["dvc", "queue", "stop", "--kill"], project)
+    assert "Failed" not in status, status
+    shown = json.loads(subprocess.run(["dvc", "exp", "show", "--json"], cwd=project, capture_output=True,
+                                      text=True, check=True).stdout)
+    exps = {rev["name"]: rev for entry in shown for exp in entry.get("experiments") or []
+            for rev in exp.get("revs", []) if rev.get("name") in ("exp-none", "exp-rope") and not rev.get("error")}
+    assert set(exps) == {"exp-none", "exp-rope"}, shown
+    for name, scheme in (("exp-none", "none"), ("exp-rope", "rope")):
+        data = exps[name]["data"]
+        metrics = data["metrics"]
+        files = set(metrics)
+        assert files == {f"reports/metrics/copy/{scheme}.json"}, (name, files)  # its own scheme only
+        values = metrics[f"reports/metrics/copy/{scheme}.json"]["data"]
+        assert set(values) == {"exact", "exact_long", "token_long"}
+        assert all(0.0 <= v <= 1.0 for v in values.values())
+        assert data["params"]["params.yaml"]["data"]["pe"]["schemes"] == [scheme]
