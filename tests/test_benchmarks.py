@@ -29,3 +29,23 @@ def test_the_positional_benchmark_runs(tmp_path):
                     "--heads", "2", "--layers", "1", "--seq", "8", "--batch", "2", "--repeats", "1", "--out", str(out)],
                    check=True, capture_output=True, text=True)
     assert "rope" in json.loads(out.read_text())["train_step_ms"]
+
+
+def test_the_seed_benchmark_runs_and_reports_a_speedup_per_study_and_scheme(tmp_path):
+    out = tmp_path / "s.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_seeds.py"), "--smoke", "--device", "cpu",
+                    "--out", str(out)], check=True, capture_output=True, text=True)
+    results = json.loads(out.read_text())
+    for study in ("copy", "translation"):
+        assert set(results[study]) == {"sinusoidal", "rope", "alibi", "t5"}
+        for r in results[study].values():
+            assert r["speedup"] == pytest.approx(r["sequential_s"] / r["vectorised_s"]) and r["speedup"] > 0
+
+
+def test_the_decode_benchmark_runs_greedy_and_beam(tmp_path):
+    out = tmp_path / "d.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_decode.py"), "--smoke", "--device", "cpu",
+                    "--out", str(out)], check=True, capture_output=True, text=True)
+    results = json.loads(out.read_text())
+    assert results["greedy"]["beam_size"] == 1 and results["beam"]["beam_size"] == 2
+    assert results["greedy"]["sentences_per_s"] > 0 and results["beam"]["sentences_per_s"] > 0

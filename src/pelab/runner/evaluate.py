@@ -12,7 +12,7 @@ from pelab import io
 from pelab.config import Params
 from pelab.runner.checkpoint import load_run
 from pelab.tasks import get_task
-from pelab.training.loop import pick_device
+from pelab.training.loop import pick_device, prepare_device
 
 
 def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
@@ -23,6 +23,7 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
     run = load_run(run_path)
     task, cfg = get_task(run.task), params.task(run.task)
     dev = pick_device(device or params.device)
+    prepare_device(dev)
     data = task.load_data(Path(data_dir)) if data is None else data
     start = time.perf_counter()
     with io.atomic_dir(out_dir) as tmp, torch.no_grad():

@@ -48,7 +48,11 @@ def amp_dtype(device: torch.device) -> torch.dtype | None:
     then needs a gradient scaler), None (full fp32) on the CPU."""
     if device.type != "cuda":
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+    try:
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # torch < 2.4: no emulation to rule out
+        native = torch.cuda.is_bf16_supported()
+    return torch.bfloat16 if native else torch.float16
 
 
 def autocast(device: torch.device):

@@ -93,6 +93,12 @@ def clip_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> torch.Tens
     return norms
 
 
+def _use_fused_attention(model: nn.Module, fused: bool) -> None:
+    for module in model.modules():
+        if hasattr(module, "fused"):
+            module.fused = fused
+
+
 def _copy_into(models: Sequence[nn.Module], params: dict[str, torch.Tensor]) -> None:
     """Write the stacked parameters back into the S models (for validation, snapshots and saving)."""
     with torch.no_grad():
@@ -135,9 +141,7 @@ def train_seeds(
     for model in models:
         model.to(device).train()
     template = models[0]
-    for module in template.modules():  # explicit attention inside vmap (model.attention.MultiHeadAttention.fused)
-        if hasattr(module, "fused"):
-            module.fused = False
+    _use_fused_attention(template, False)  # explicit attention inside vmap (model.attention.MultiHeadAttention)
     params, buffers = stack_module_state(list(models))  # {name: (S, ...)}, leaves that require grad
     names = list(params)
     optimizer = adamw([params[n] for n in names if decays(n, params[n], stacked=True)],
@@ -161,9 +165,11 @@ def train_seeds(
     def per_seed(call: Callable[[int, nn.Module], None]) -> float:
         tick = time.perf_counter()
         _copy_into(models, params)
+        _use_fused_attention(template, True)  # each model as it runs alone
         for s, model in enumerate(models):
             call(s, model)
             model.train()
+        _use_fused_attention(template, False)
         return time.perf_counter() - tick
 
     first_step, elapsed = 0, 0.0
@@ -232,9 +238,7 @@ def train_seeds(
     if cfg.steps in snapshot_steps:
         eval_time += per_seed(lambda s, m: results[s].snapshots.append((cfg.steps, snapshot(m))))
     _copy_into(models, params)
-    for module in template.modules():
-        if hasattr(module, "fused"):
-            module.fused = True
+    _use_fused_attention(template, True)
     peak = 0.0
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -47,15 +47,16 @@ def _next_log_probs(
     return torch.where((step + 1 >= limit)[:, None], only_eos, log_probs)
 
 
-def _normalise(log_p: float, length: int, length_penalty: float) -> float:
-    """fairseq/HF length normalisation: log p / length ** length_penalty."""
-    return log_p / length**length_penalty
+def _normalise(log_p: torch.Tensor, length: torch.Tensor | float, length_penalty: float) -> torch.Tensor:
+    """fairseq/HF length normalisation: log p / length ** length_penalty (in float64, so that ties between
+    hypotheses compare exactly as they would in Python floats)."""
+    return log_p.double() / torch.as_tensor(length, dtype=torch.float64, device=log_p.device) ** length_penalty
 
 
-def _best_reachable(log_p: float, step: int, limit: int, length_penalty: float) -> float:
-    """The best normalised score a live hypothesis (log p, ``step + 1`` tokens so far) can still finish with:
-    log p can only fall, so it is log p over the most favourable final length in [step + 2, limit]."""
-    length = limit if length_penalty > 0 else min(step + 2, limit)
+def _best_reachable(log_p: torch.Tensor, step: int, limit: torch.Tensor, length_penalty: float) -> torch.Tensor:
+    """The best normalised score live hypotheses (log p (B,), ``step + 1`` tokens so far) can still finish with:
+    log p can only fall, so it is log p over the most favourable final length in [step + 2, limit] (B,)."""
+    length = limit if length_penalty > 0 else torch.clamp(limit, max=step + 2)
     return _normalise(log_p, length, length_penalty)
 
 
@@ -65,50 +66,66 @@ def beam_search(
     min_len: int = 1,
 ) -> list[list[int]]:
     """src: (B, S) padded ids; max_len: (B,) token limits (``</s>`` included). Returns B token lists without
-    ``</s>``: each sentence's finished hypothesis with the best normalised score."""
+    ``</s>``: each sentence's finished hypothesis with the best normalised score.
+
+    Every step is a handful of tensor operations over all sentences and beams on the model's device; the host
+    reads one flag per step (whether every sentence is done)."""
     batch, k, device = src.shape[0], beam_size, src.device
     memory, padding, _ = model.encode(src)
     state = model.start_decoding(memory.repeat_interleave(k, dim=0), padding.repeat_interleave(k, dim=0))  # B·K rows
-    limits = [int(n) for n in max_len.tolist()]
-    row_limit = torch.tensor(limits, device=device).repeat_interleave(k)  # (B·K,)
+    limit = max_len.to(device)  # (B,)
+    row_limit = limit.repeat_interleave(k)  # (B·K,)
+    steps = int(max_len.max())
     prefix = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=device)  # (B·K, t+1)
     scores = torch.full((batch, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]  # (normalised score, tokens)
-    done = [False] * batch
-    for step in range(max(limits)):
+    best_score = torch.full((batch,), float("-inf"), dtype=torch.float64, device=device)  # best finished, normalised
+    best_tokens = torch.full((batch, steps), PAD_ID, dtype=torch.long, device=device)  # its tokens, </s> excluded
+    best_length = torch.zeros(batch, dtype=torch.long, device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    rows = torch.arange(batch, device=device)
+    own_rows = torch.arange(batch * k, device=device).view(batch, k)
+    rank = torch.arange(2 * k, device=device).expand(batch, 2 * k)
+    for step in range(steps):
         log_probs = _next_log_probs(model, prefix[:, -1], state, step, row_limit, min_len)
         vocab = log_probs.shape[-1]
         candidates = (scores.reshape(-1, 1) + log_probs).reshape(batch, k * vocab)  # (B, K·V)
-        top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=-1)  # (B, 2K)
-        top_scores, top = top_scores.tolist(), top.tolist()
-        new_scores = torch.full((batch, k), float("-inf"), device=device)
-        parent = torch.arange(batch * k, device=device)  # rows of done sentences are left as they are
-        token = torch.full((batch * k,), PAD_ID, dtype=torch.long, device=device)
-        for b in range(batch):
-            if done[b]:
-                continue
-            live = 0
-            for score, index in zip(top_scores[b], top[b]):
-                if score == float("-inf"):
-                    break
-                row, tok = b * k + index // vocab, index % vocab
-                if tok == EOS_ID:  # set aside: it competes only with other finished hypotheses
-                    finished[b].append((_normalise(score, step + 1, length_penalty), prefix[row, 1:].tolist()))
-                elif live < k:
-                    new_scores[b, live], parent[b * k + live], token[b * k + live] = score, row, tok
-                    live += 1
-            best_done = max((f[0] for f in finished[b]), default=float("-inf"))
-            best_live = float(new_scores[b, 0])
-            if live == 0 or best_done >= _best_reachable(best_live, step, limits[b], length_penalty):
-                done[b] = True
-                new_scores[b] = float("-inf")
-        if all(done):
+        top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=-1)  # (B, 2K), best first
+        if top.shape[1] < 2 * k:  # a vocabulary smaller than two tokens per beam: pad the ranking
+            pad = 2 * k - top.shape[1]
+            top_scores = torch.cat([top_scores, top_scores.new_full((batch, pad), float("-inf"))], dim=1)
+            top = torch.cat([top, top.new_zeros((batch, pad))], dim=1)
+        parent_row = rows[:, None] * k + top // vocab  # (B, 2K) rows of B·K
+        token = top % vocab
+        alive = torch.isfinite(top_scores) & ~done[:, None]
+        ends = alive & (token == EOS_ID)  # set aside as finished: they compete only with each other
+        # the best finished candidate of this step, per sentence, against the best so far
+        finished = torch.where(ends, _normalise(top_scores, step + 1, length_penalty), float("-inf"))
+        step_best, step_pick = finished.max(dim=1)  # (B,)
+        better = step_best > best_score
+        if step > 0:
+            picked_row = parent_row[rows, step_pick]
+            best_tokens[:, :step] = torch.where(better[:, None], prefix[picked_row, 1:], best_tokens[:, :step])
+        best_length = torch.where(better, step, best_length)
+        best_score = torch.where(better, step_best, best_score)
+        # the K best of the others stay live, in rank order
+        live = alive & (token != EOS_ID)
+        order = torch.where(live, rank, rank + 2 * k).argsort(dim=1)[:, :k]  # (B, K) live ones first
+        kept = live.gather(1, order)
+        new_scores = torch.where(kept, top_scores.gather(1, order), float("-inf"))
+        parent = torch.where(kept, parent_row.gather(1, order), own_rows)  # done or empty slots keep their row
+        new_token = torch.where(kept, token.gather(1, order), PAD_ID)
+        stop = ~kept[:, 0] | (best_score >= _best_reachable(new_scores[:, 0], step, limit, length_penalty))
+        done = done | stop
+        new_scores = torch.where(done[:, None], float("-inf"), new_scores)
+        if bool(done.all()):
             break
-        prefix = torch.cat([prefix[parent], token[:, None]], dim=1)
-        state.reorder(parent)
+        prefix = torch.cat([prefix[parent.reshape(-1)], new_token.reshape(-1, 1)], dim=1)
+        state.reorder(parent.reshape(-1))
         scores = new_scores
-    return [max(f, key=lambda item: item[0])[1] if f else [] for f in finished]
+    lengths, tokens = best_length.tolist(), best_tokens.tolist()
+    found = torch.isfinite(best_score).tolist()
+    return [row[:n] if ok else [] for row, n, ok in zip(tokens, lengths, found)]
 
 
 @torch.no_grad()
