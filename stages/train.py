@@ -2,8 +2,9 @@
 leaves no partial run behind).
 
 Without ``--seed``, every seed of params ``seeds`` is trained, together as one vectorised model where the task
-allows it (pelab.training.vectorised), whose state is saved to ``--resume`` every few minutes so that a killed
-stage continues where it stopped. Each run lands in ``RUNS/<task>/<scheme>/seed_<k>`` and its live curves in
+allows it and it pays (pelab.training.vectorised; ``runner.train.train_runs``), else one after another. What a
+killed stage had done survives under ``--resume`` (the stacked state every few minutes, or each finished run)
+and the next attempt continues from it. Each run lands in ``RUNS/<task>/<scheme>/seed_<k>`` and its live curves in
 ``LIVE/<task>/<scheme>/seed_<k>``.
 """
 
@@ -28,15 +29,17 @@ from pelab.runner.train import train_runs
               help="the DVCLive folder for the training curves, written as they are logged")
 @click.option("--resume", "resume_root", default=".resume", show_default=True, type=click.Path(file_okay=False),
               help="where the state of seeds trained together is saved while they train")
-@click.option("--sequential", is_flag=True, help="train the seeds one after another, not as one vectorised model")
+@click.option("--stack/--sequential", "stack", default=None,
+              help="seeds together as one vectorised model, or one after another [default: together on CUDA; on "
+                   "the CPU for tasks whose batches need no padding]")
 @one_line_errors
 def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], data_dir: str, runs_root: str,
-         live_root: str | None, resume_root: str, sequential: bool) -> None:
+         live_root: str | None, resume_root: str, stack: bool | None) -> None:
     params = load_params(params_path)
     seeds = seeds or tuple(params.seeds)
     outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
     lives = None if live_root is None else [run_dir(live_root, task_name, scheme, seed) for seed in seeds]
-    costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, vectorise=not sequential,
+    costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, vectorise=stack,
                        resume=Path(resume_root) / task_name / f"{scheme}.pt")
     for seed, cost in zip(seeds, costs):
         together = f", {cost['seeds_together']} seeds together" if "seeds_together" in cost else ""

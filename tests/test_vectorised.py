@@ -4,6 +4,7 @@ data order and optimisation, to float tolerance; per-seed clipping; a killed sta
 from __future__ import annotations
 
 import copy
+import shutil
 
 import pytest
 import torch
@@ -41,7 +42,7 @@ def test_the_stage_trains_each_seed_in_the_stack_as_its_single_run(tmp_path, tas
     alone = [tmp_path / f"alone_{k}" for k in seeds]
     together = [tmp_path / f"together_{k}" for k in seeds]
     train_runs(params, task, scheme, seeds, tmp_path / "data", alone, device="cpu", vectorise=False)
-    costs = train_runs(params, task, scheme, seeds, tmp_path / "data", together, device="cpu")
+    costs = train_runs(params, task, scheme, seeds, tmp_path / "data", together, device="cpu", vectorise=True)
     assert all(c["seeds_together"] == 3 for c in costs)
     for a, b in zip(alone, together):
         assert _losses(a) == pytest.approx(_losses(b), rel=2e-4, abs=2e-5)
@@ -162,3 +163,40 @@ def test_a_diverging_seed_is_named_when_seeds_train_together(tmp_path):
 
 def test_training_config_is_shared_unchanged():
     assert TrainConfig().grad_clip == 1.0  # the clip every task uses, per seed when stacked
+
+
+def test_on_the_cpu_seeds_stack_only_where_it_pays_and_a_killed_sequential_stage_keeps_finished_seeds(
+        tmp_path, monkeypatch):
+    """Auto policy: on the CPU the copy task stacks (no padding), translation trains one seed after another
+    (padding its seeds' batches costs more than stacking saves). A kill after seed 0 of a sequential stage
+    keeps seed 0: the next attempt copies it back instead of training it again."""
+    import pelab.runner.train as runner_train
+
+    params = _params(tmp_path, "translation", steps=10, log_every=5)
+    outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1)]
+    resume = tmp_path / ".resume" / "translation" / "rope.pt"
+    real_train, calls = runner_train.train, []
+
+    def dies_on_seed_1(model, *args, **kwargs):
+        calls.append(kwargs["desc"])
+        if kwargs["desc"].endswith("seed 1") and len(calls) == 2:
+            raise KeyboardInterrupt  # the kill
+        return real_train(model, *args, **kwargs)
+
+    monkeypatch.setattr(runner_train, "train", dies_on_seed_1)
+    with pytest.raises(KeyboardInterrupt):
+        train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs, device="cpu", resume=resume)
+    assert (tmp_path / ".resume" / "translation" / "rope" / "seed_0" / "model.pt").exists()
+    for out in outs:  # DVC deletes a stage's outputs before it runs the stage again
+        if out.exists():
+            shutil.rmtree(out)
+    costs = train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs, device="cpu", resume=resume)
+    assert calls == ["translation rope seed 0", "translation rope seed 1", "translation rope seed 1"]
+    assert all("seeds_together" not in c for c in costs) and (outs[0] / "model.pt").exists()
+    assert not (tmp_path / ".resume" / "translation" / "rope").exists()  # gone once every run is written
+
+    (tmp_path / "copy").mkdir()
+    copy_params = _params(tmp_path / "copy", "copy", steps=10, log_every=5)
+    costs = train_runs(copy_params, "copy", "rope", [0, 1], tmp_path / "copy" / "data",
+                       [tmp_path / "c0", tmp_path / "c1"], device="cpu")
+    assert all(c["seeds_together"] == 2 for c in costs)

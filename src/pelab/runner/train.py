@@ -3,6 +3,7 @@ one seed at a time, or the seeds of a (task, scheme) together as one vectorised 
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -44,14 +45,19 @@ def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: 
 
 def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int], data_dir: str | Path,
                out_dirs: Sequence[str | Path], device: str | None = None,
-               live_dirs: Sequence[str | Path] | None = None, vectorise: bool = True,
+               live_dirs: Sequence[str | Path] | None = None, vectorise: bool | None = None,
                resume: str | Path | None = None) -> list[dict[str, float]]:
     """Train one run per seed into ``out_dirs`` (each appears only when complete); returns their cost records.
 
-    With ``vectorise`` and a task that allows it (``Task.vectorises``), the seeds train together as one
-    vectorised model (``training.vectorised``), whose state is saved every few minutes to ``resume`` (if
-    given) so that a killed run continues from there; the file is removed once the runs are written.
-    Otherwise the seeds train one after another, each written as it finishes.
+    ``vectorise``: train the seeds together as one vectorised model (``training.vectorised``), if the task
+    allows it (``Task.vectorises``). None (auto): on CUDA always; on the CPU only for tasks whose batches need
+    no padding to stack — on 2 cores stacking gains 1.15x for copy, while padding the translation seeds'
+    batches to one length costs more than it saves (346 s stacked vs 277 s one by one,
+    benchmarks/results/quick_profile.md). Otherwise the seeds train one after another.
+
+    ``resume``: a file under which a killed stage's work survives. Stacked seeds save their whole state there
+    every few minutes and continue from it; seeds trained one after another keep each finished run beside it
+    (``<resume without .pt>/seed_<k>``) and are not retrained. Removed once every run is written.
     """
     task, cfg = get_task(task_name), params.task(task_name)
     check_scheme(scheme)
@@ -93,6 +99,8 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
             })
         return cost
 
+    if vectorise is None:
+        vectorise = dev.type == "cuda" or task.batch_padding is None
     if vectorise and task.vectorises and len(seeds) > 1:
         start = time.perf_counter()
         models = [build(seed) for seed in seeds]
@@ -115,7 +123,16 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
         return costs
 
     costs = []
+    finished = None if resume is None else Path(resume).with_suffix("")  # finished runs of a killed stage
     for seed, out_dir, live_dir in zip(seeds, out_dirs, live_dirs):
+        kept = None if finished is None else finished / f"seed_{seed}"
+        if kept is not None and _same_run(kept, task_name, scheme, seed, cfg, options):
+            shutil.copytree(kept, out_dir)  # trained before the kill: not again
+            if live_dir is not None and (kept.parent / f"live_{seed}").exists():
+                shutil.copytree(kept.parent / f"live_{seed}", live_dir, dirs_exist_ok=True)
+            print(f"note: {task_name} {scheme} seed {seed} was trained before an interruption; kept")
+            costs.append(io.read_json(Path(out_dir) / RUN_FILE)["cost"])
+            continue
         start = time.perf_counter()
         model = build(seed)
         with seeded(seed), live_logger(live_dir) as log_row:  # seeded: the dropout stream, the same for every scheme
@@ -125,4 +142,19 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 what=f"task {task_name}, scheme {scheme}, seed {seed}",
             )
         costs.append(save(seed, model, result, out_dir, time.perf_counter() - start))
+        if kept is not None and len(seeds) > 1:
+            shutil.copytree(out_dir, kept, dirs_exist_ok=True)
+            if live_dir is not None and Path(live_dir).exists():
+                shutil.copytree(live_dir, kept.parent / f"live_{seed}", dirs_exist_ok=True)
+    if finished is not None:
+        shutil.rmtree(finished, ignore_errors=True)
     return costs
+
+
+def _same_run(kept: Path, task_name: str, scheme: str, seed: int, cfg, options) -> bool:
+    """Whether ``kept`` is a complete run of exactly this (task, scheme, seed) and configuration."""
+    if not (kept / RUN_FILE).exists() or not (kept / WEIGHTS).exists():
+        return False
+    run = io.read_json(kept / RUN_FILE)
+    return (run["task"], run["scheme"], run["seed"]) == (task_name, scheme, seed) and \
+        run["model"] == to_dict(cfg.model) and run["train"] == to_dict(cfg.train) and run["options"] == to_dict(options)
