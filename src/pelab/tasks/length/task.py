@@ -104,7 +104,7 @@ class LengthTask(Task):
             for tokens, targets in held_out:
                 with autocast(device):
                     loss, n = length_loss(model, (tokens.to(device), targets.to(device)))
-                total, count = total + float(loss) * n, count + n
+                total, count = total + float(loss) * int(n), count + int(n)
             return {"val_loss": total / count}
 
         return val_loss
