@@ -652,3 +652,24 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     assert text.count("A man in an orange hat starring at something.") == 1
     assert (tmp_path / "fig/translation_bleu_by_length.png").stat().st_size > 5000
     assert (tmp_path / "fig/translation_loss_curves.png").stat().st_size > 5000
+
+
+def test_prepared_splits_load_without_hf_datasets_and_equal_what_datasets_reads(tmp_path, monkeypatch):
+    """Training and evaluation read the prepared splits with pyarrow alone (a GPU image may lack `datasets`)."""
+    import sys
+
+    from conftest import smoke_params
+    from datasets import load_from_disk
+
+    from pelab.tasks import get_task
+    from pelab.tasks.translation.data.prepare import load_prepared
+
+    params = smoke_params(tmp_path)
+    get_task("translation").prepare(params.task("translation"), tmp_path / "data")
+    reference = load_from_disk(str(tmp_path / "data" / "splits"))
+    monkeypatch.setitem(sys.modules, "datasets", None)  # `import datasets` now fails
+    data = load_prepared(tmp_path / "data")
+    assert set(data.splits) == set(reference)
+    for split in reference:
+        for column in ("fr", "en", "src_ids", "tgt_ids"):
+            assert data.column(split, column) == list(reference[split][column]), (split, column)

@@ -156,7 +156,7 @@ def prepare(cfg: TranslationDataConfig, out_dir: str | Path) -> None:
 @dataclass
 class PreparedTranslation:
     tokenizer: Tokenizer
-    splits: Any  # datasets.DatasetDict
+    splits: Any  # split -> pyarrow.Table (``read_splits``)
     meta: dict[str, Any]
     _columns: dict[tuple[str, str], list] = field(default_factory=dict, repr=False)
 
@@ -172,7 +172,8 @@ class PreparedTranslation:
         """One column as a Python list, read from Arrow once (indexing a lazy Column row by row is slow)."""
         key = (split, name)
         if key not in self._columns:
-            self._columns[key] = list(self.splits[split][name])
+            values = self.splits[split][name]  # an Arrow column (or, from a test, any sequence)
+            self._columns[key] = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
         return self._columns[key]
 
     def ids(self, split: str, column: str) -> list[list[int]]:
@@ -183,14 +184,30 @@ class PreparedTranslation:
 
 
 def load_prepared(data_dir: str | Path) -> PreparedTranslation:
-    from datasets import load_from_disk
-
     data_dir = Path(data_dir)
     return PreparedTranslation(
         tokenizer=Tokenizer.from_file(str(data_dir / "tokenizer.json")),
-        splits=load_from_disk(str(data_dir / "splits")),
+        splits=read_splits(data_dir / "splits"),
         meta=io.read_json(data_dir / "meta.json"),
     )
+
+
+def read_splits(splits_dir: Path) -> dict[str, Any]:
+    """The DatasetDict that ``datasets.save_to_disk`` wrote, read with pyarrow alone (split -> Arrow table,
+    indexable by column name), so that training and evaluation do not need HF ``datasets`` (a GPU image may
+    lack it). Its layout: ``dataset_dict.json`` lists the splits; each split's ``state.json`` lists its Arrow
+    files, in the IPC stream format."""
+    import pyarrow as pa
+
+    out = {}
+    for name in io.read_json(splits_dir / "dataset_dict.json")["splits"]:
+        files = [f["filename"] for f in io.read_json(splits_dir / name / "state.json")["_data_files"]]
+        tables = []
+        for file in files:
+            with pa.memory_map(str(splits_dir / name / file)) as source:
+                tables.append(pa.ipc.open_stream(source).read_all())
+        out[name] = pa.concat_tables(tables)
+    return out
 
 
 def pad_sequences(sequences: Sequence[Sequence[int]], pad: int = PAD_ID) -> torch.Tensor:
