@@ -11,13 +11,9 @@ evaluation stage calls, with the profile's beam size and batch size. ``--smoke``
 
 from __future__ import annotations
 
-import json
-import platform
-import time
-from pathlib import Path
-
 import click
 import torch
+from _common import device_name, wall_s, write_results
 
 from pelab.config import TrainConfig
 from pelab.positional import scheme_options
@@ -71,27 +67,20 @@ def main(device: str, size: str, sentences: int, smoke: bool, out: str | None) -
     s = SIZES[size]
     model = copy_model(s, dev).to(dev)
     src = sources(sentences, s["vocab"], seed=7)
-    results = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
+    results = {"device": device_name(dev),
                "threads": torch.get_num_threads(), "torch": torch.__version__, "size": size, "config": s,
                "sentences": sentences}
     for name, beam in (("greedy", 1), ("beam", s["beam"])):
         cfg = DecodeConfig(beam_size=beam, batch_size=s["batch"])
         translate(model, src[: min(64, sentences)], cfg, beam_size=beam)  # warm-up
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        hyps = translate(model, src, cfg, beam_size=beam)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
+        hyps: list[list[int]] = []
+        seconds = wall_s(lambda: hyps.extend(translate(model, src, cfg, beam_size=beam)), dev)
         exact = sum(h == x[:-1] for h, x in zip(hyps, src)) / len(src)
         results[name] = {"beam_size": beam, "seconds": seconds, "sentences_per_s": sentences / seconds,
                          "copied_exactly": exact}
         click.echo(f"{name:6s} (beam {beam}) {sentences / seconds:9.1f} sentences/s  ({seconds:.2f} s for "
                    f"{sentences}; {exact:.0%} copied exactly)")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(results, indent=2) + "\n")
+    write_results(out, results)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,12 @@ and, with --out, to a JSON file (benchmarks/results/ keeps the ones we recorded)
 
 from __future__ import annotations
 
-import json
-import platform
 import statistics
-import time
-from pathlib import Path
 
 import click
 import torch
 import torch.nn.functional as F
+from _common import device_name, wall_s, write_results
 
 from pelab.positional import scheme_names, scheme_options
 from pelab.positional.functional import rope_angles, rope_rotate, rope_rotation_matrices
@@ -36,16 +33,7 @@ def timed(fn, device: torch.device, repeats: int, warmup: int = 3) -> float:
     """Median wall time of ``fn()`` in milliseconds."""
     for _ in range(warmup):
         fn()
-    samples = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+    return statistics.median(wall_s(fn, device) * 1000 for _ in range(repeats))
 
 
 @click.command()
@@ -62,7 +50,7 @@ def main(device, d_model, heads, layers, seq, batch, repeats, out):
     model_cfg = ModelConfig(d_model=d_model, n_layers=layers, n_heads=heads, d_ff=4 * d_model)
     vocab = 12
     tokens = torch.randint(0, vocab, (batch, seq), device=dev)
-    results: dict = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
+    results: dict = {"device": device_name(dev),
                      "threads": torch.get_num_threads(), "shape": {"batch": batch, "seq": seq, "d_model": d_model,
                      "heads": heads, "layers": layers}, "train_step_ms": {}}
 
@@ -109,9 +97,7 @@ def main(device, d_model, heads, layers, seq, batch, repeats, out):
             explicit = timed(lambda: model(tokens, need_weights=True), dev, repeats)
             results["forward_sdpa_vs_explicit"][scheme] = explicit / fused
             click.echo(f"forward {scheme:10s} explicit/SDPA = {explicit / fused:.2f} ({fused:.2f} ms fused)")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(results, indent=2) + "\n")
+    write_results(out, results)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,11 @@ wall time of each is compared: ``speedup`` = sequential / vectorised. ``--smoke`
 from __future__ import annotations
 
 import copy
-import json
-import platform
 import statistics
-import time
-from pathlib import Path
 
 import click
 import torch
+from _common import device_name, wall_s, write_results
 
 from pelab.config import TrainConfig
 from pelab.positional import scheme_options
@@ -91,14 +88,9 @@ def measure(study: str, scheme: str, size: dict, seeds: int, steps: int, device:
     times: dict[str, list[float]] = {"sequential": [], "vectorised": []}
     for i in range(rounds + 1):  # the first round warms up (allocator, kernels) and is dropped
         for name, fn in (("sequential", sequential), ("vectorised", vectorised)):
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            fn()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            seconds = wall_s(fn, device)
             if i:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(seconds)
     seq, vec = statistics.median(times["sequential"]), statistics.median(times["vectorised"])
     return {"sequential_s": seq, "vectorised_s": vec, "speedup": seq / vec,
             "seed_steps_per_s_sequential": seeds * steps / seq, "seed_steps_per_s_vectorised": seeds * steps / vec}
@@ -116,7 +108,7 @@ def main(device: str, size: str, seeds: int, steps: int, rounds: int, smoke: boo
     dev = torch.device(device)
     if smoke:
         size, seeds, steps, rounds = "smoke", 2, 3, 1
-    results = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
+    results = {"device": device_name(dev),
                "threads": torch.get_num_threads(), "torch": torch.__version__, "size": size, "seeds": seeds,
                "steps": steps, "rounds": rounds, "config": SIZES[size], "copy": {}, "translation": {}}
     click.echo(f"device={results['device']} threads={results['threads']} torch={torch.__version__} size={size} "
@@ -126,9 +118,7 @@ def main(device: str, size: str, seeds: int, steps: int, rounds: int, smoke: boo
             r = results[study][scheme] = measure(study, scheme, SIZES[size][study], seeds, steps, dev, rounds)
             click.echo(f"{study:11s} {scheme:10s} sequential {r['sequential_s']:7.2f} s  vectorised "
                        f"{r['vectorised_s']:7.2f} s  speedup {r['speedup']:.2f}x")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(results, indent=2) + "\n")
+    write_results(out, results)
 
 
 if __name__ == "__main__":

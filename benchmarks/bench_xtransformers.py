@@ -15,15 +15,12 @@ learned scale), and its T5 bias uses its own bucketing defaults; pelab's models 
 
 from __future__ import annotations
 
-import json
-import platform
 import statistics
-import time
-from pathlib import Path
 
 import click
 import torch
 import torch.nn.functional as F
+from _common import device_name, wall_s, write_results
 
 from pelab.positional import scheme_options
 from pelab.tasks.copy.config import ModelConfig
@@ -62,16 +59,7 @@ def x_seq2seq(scheme: str, vocab: int, seq: int, d: int, layers: int, heads: int
 
 
 def timed(fn, device: torch.device, repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+    return [wall_s(fn, device) * 1000 for _ in range(repeats)]
 
 
 def train_step(model, optimizer, forward, target, device):
@@ -115,7 +103,7 @@ def main(device: str, smoke: bool, repeats: int, out: str | None) -> None:
     repeats = 1 if smoke else repeats
     from importlib.metadata import version
 
-    results = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
+    results = {"device": device_name(dev),
                "threads": torch.get_num_threads(), "torch": torch.__version__,
                "x_transformers": version("x-transformers"), "copy": {}, "translation": {},
                "copy_config": copy_cfg, "translation_config": mt_cfg}
@@ -144,9 +132,7 @@ def main(device: str, smoke: bool, repeats: int, out: str | None) -> None:
         results["translation"][scheme] = r = compare("translation", builders, forward, tgt, dev, repeats)
         click.echo(f"translation   {scheme:10s} pelab {r['pelab_ms']:8.2f} ms  x-transformers "
                    f"{r['x_transformers_ms']:8.2f} ms  x/pelab {r['x_over_pelab']:.2f}")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(results, indent=2) + "\n")
+    write_results(out, results)
 
 
 def x_logits(model, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

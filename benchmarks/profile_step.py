@@ -9,10 +9,9 @@ Python and kernel launches, not by the GPU.
 
 from __future__ import annotations
 
-import time
-
 import click
 import torch
+from _common import wall_s
 from bench_seeds import SIZES, batches, build
 from torch.profiler import ProfilerActivity, profile
 
@@ -37,14 +36,8 @@ def main(device: str, study: str, size: str, seeds: int, steps: int, rows: int) 
     pad = None if study == "copy" else (0, 0, 0)
     data = [batches(study, shape, s, steps) for s in range(seeds)]
 
-    def timed(fn) -> float:
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        return (time.perf_counter() - start) / steps * 1000
+    def timed(fn) -> float:  # ms per step
+        return wall_s(fn, dev) / steps * 1000
 
     model = build(study, "rope", shape, 0)
     train(model, data[0], loss, cfg, dev)  # warm-up

@@ -12,30 +12,30 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def bench(script: str, tmp_path: Path, *args: str) -> dict:
+    """Run ``benchmarks/<script>`` on the CPU with ``args``; its results file, read back."""
+    out = tmp_path / f"{script}.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--device", "cpu", *args, "--out", str(out)],
+                   check=True, capture_output=True, text=True)
+    return json.loads(out.read_text())
+
+
 def test_the_x_transformers_comparison_runs_and_reports_a_ratio_per_scheme(tmp_path):
     pytest.importorskip("x_transformers")
-    out = tmp_path / "x.json"
-    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_xtransformers.py"), "--smoke", "--device", "cpu",
-                    "--out", str(out)], check=True, capture_output=True, text=True)
-    results = json.loads(out.read_text())
+    results = bench("bench_xtransformers.py", tmp_path, "--smoke")
     for study in ("copy", "translation"):
         assert set(results[study]) == {"sinusoidal", "rope", "alibi", "t5"}
         assert all(r["x_over_pelab"] > 0 for r in results[study].values())
 
 
 def test_the_positional_benchmark_runs(tmp_path):
-    out = tmp_path / "p.json"
-    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_positional.py"), "--device", "cpu", "--d-model", "16",
-                    "--heads", "2", "--layers", "1", "--seq", "8", "--batch", "2", "--repeats", "1", "--out", str(out)],
-                   check=True, capture_output=True, text=True)
-    assert "rope" in json.loads(out.read_text())["train_step_ms"]
+    results = bench("bench_positional.py", tmp_path, "--d-model", "16", "--heads", "2", "--layers", "1", "--seq", "8",
+                    "--batch", "2", "--repeats", "1")
+    assert "rope" in results["train_step_ms"]
 
 
 def test_the_seed_benchmark_runs_and_reports_a_speedup_per_study_and_scheme(tmp_path):
-    out = tmp_path / "s.json"
-    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_seeds.py"), "--smoke", "--device", "cpu",
-                    "--out", str(out)], check=True, capture_output=True, text=True)
-    results = json.loads(out.read_text())
+    results = bench("bench_seeds.py", tmp_path, "--smoke")
     for study in ("copy", "translation"):
         assert set(results[study]) == {"sinusoidal", "rope", "alibi", "t5"}
         for r in results[study].values():
@@ -43,9 +43,6 @@ def test_the_seed_benchmark_runs_and_reports_a_speedup_per_study_and_scheme(tmp_
 
 
 def test_the_decode_benchmark_runs_greedy_and_beam(tmp_path):
-    out = tmp_path / "d.json"
-    subprocess.run([sys.executable, str(REPO / "benchmarks/bench_decode.py"), "--smoke", "--device", "cpu",
-                    "--out", str(out)], check=True, capture_output=True, text=True)
-    results = json.loads(out.read_text())
+    results = bench("bench_decode.py", tmp_path, "--smoke")
     assert results["greedy"]["beam_size"] == 1 and results["beam"]["beam_size"] == 2
     assert results["greedy"]["sentences_per_s"] > 0 and results["beam"]["sentences_per_s"] > 0

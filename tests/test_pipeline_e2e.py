@@ -76,10 +76,9 @@ def locked_trains(project: Path, seeds: list[int]) -> set[str]:
             if name.startswith("train@") and entry.get("params", {}).get("params.yaml", {}).get("seeds") == seeds}
 
 
-@pytest.fixture(scope="module")
-def project(repo_root, tmp_path_factory) -> Path:
-    """A copy of the working tree (tracked and untracked-but-not-ignored files) as a fresh git repo, reproduced."""
-    dest = tmp_path_factory.mktemp("pelab") / "repo"
+def copy_worktree(repo_root: Path, dest: Path) -> Path:
+    """The working tree (tracked and untracked-but-not-ignored files) copied to ``dest``, a fresh git repo with
+    one commit."""
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=repo_root,
                            capture_output=True, text=True, check=True).stdout.split()
     for rel in files:
@@ -90,6 +89,13 @@ def project(repo_root, tmp_path_factory) -> Path:
     run(["git", "init", "-q"], dest)
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "copy"], dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def project(repo_root, tmp_path_factory) -> Path:
+    """A copy of the working tree as a fresh git repo, reproduced."""
+    dest = copy_worktree(repo_root, tmp_path_factory.mktemp("pelab") / "repo")
     run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
     assert ran(out, "train") == trains()

@@ -5,12 +5,11 @@ finish with intact, distinct results."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 
 import pytest
-from test_pipeline_e2e import run
+from test_pipeline_e2e import copy_worktree, run
 
 pytestmark = pytest.mark.e2e
 
@@ -18,14 +17,7 @@ STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "seeds=[0]"]
 
 
 def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_results(repo_root, tmp_path):
-    project = tmp_path / "repo"
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=repo_root,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for rel in files:
-        if (repo_root / rel).is_file():
-            (project / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(repo_root / rel, project / rel)
-    run(["git", "init", "-q"], project)
+    project = copy_worktree(repo_root, tmp_path / "repo")
     run(["pelab", "compose", *STUDY, "pe=none", "--out", "params.yaml"], project)
     run(["git", "add", "-A"], project)
     run(["git", "commit", "-qm", "study"], project)

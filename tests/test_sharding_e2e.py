@@ -5,12 +5,11 @@ The recipe is README, "Sharding a study across machines"."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from test_pipeline_e2e import ENV, ran, run
+from test_pipeline_e2e import ENV, copy_worktree, ran, run
 
 pytestmark = pytest.mark.e2e
 
@@ -26,16 +25,7 @@ def clone(origin: Path, dest: Path, remote: Path, schemes: list[str]) -> Path:
 
 def test_two_shards_push_their_runs_and_a_third_clone_reproduces_the_report_without_training(
         repo_root, tmp_path):
-    origin = tmp_path / "origin"
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=repo_root,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for rel in files:
-        if (repo_root / rel).is_file():
-            (origin / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(repo_root / rel, origin / rel)
-    run(["git", "init", "-q"], origin)
-    run(["git", "add", "-A"], origin)
-    run(["git", "commit", "-qm", "study"], origin)
+    origin = copy_worktree(repo_root, tmp_path / "origin")
     remote = tmp_path / "remote"
     remote.mkdir()
 

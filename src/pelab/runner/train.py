@@ -70,6 +70,12 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     on_log = (lambda step, m: validate(m)) if validate else None
     snapshot = position_snapshot if cfg.train.checkpoints > 0 else None
     live_dirs = list(live_dirs) if live_dirs is not None else [None] * len(seeds)
+    if vectorise is None:
+        vectorise = dev.type == "cuda" or task.batch_padding is None
+    stacked = vectorise and task.vectorises and len(seeds) > 1
+    # what a run is trained from: a state saved before a kill is reused only if this still matches
+    identity = {"task": task_name, "scheme": scheme, "model": to_dict(cfg.model), "train": to_dict(cfg.train),
+                "options": to_dict(options), "info": info}
 
     def build(seed: int) -> torch.nn.Module:
         model = task.build_model(cfg.model, scheme, options, seed, info)
@@ -79,7 +85,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
 
     def save(seed: int, model: torch.nn.Module, result: TrainResult, out_dir: str | Path, seconds: float) -> dict:
         cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data)}
-        if len(seeds) > 1 and vectorise and task.vectorises:
+        if stacked:
             cost["seeds_together"] = len(seeds)  # wall time and tokens are the whole stack's
         rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
         if "val_loss" in result.history[-1]:
@@ -92,16 +98,11 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 torch.save(result.snapshots, tmp / "position_snapshots.pt")
             io.write_csv(tmp / "history.csv", result.history)
             io.write_jsonl(tmp / "train_records.jsonl", [{**ident, **row} for row in rows])
-            io.write_json(tmp / RUN_FILE, {
-                "task": task_name, "scheme": scheme, "seed": seed, "profile": params.profile,
-                "model": to_dict(cfg.model), "train": to_dict(cfg.train), "options": to_dict(options), "info": info,
-                "cost": cost, "total_time_s": seconds,
-            })
+            io.write_json(tmp / RUN_FILE, {**identity, "seed": seed, "profile": params.profile, "cost": cost,
+                                            "total_time_s": seconds})
         return cost
 
-    if vectorise is None:
-        vectorise = dev.type == "cuda" or task.batch_padding is None
-    if vectorise and task.vectorises and len(seeds) > 1:
+    if stacked:
         start = time.perf_counter()
         models = [build(seed) for seed in seeds]
         whats = [f"task {task_name}, scheme {scheme}, seed {seed}" for seed in seeds]
@@ -112,8 +113,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 pad_values=task.batch_padding, desc=f"{task_name} {scheme} seeds {','.join(map(str, seeds))}",
                 snapshot=snapshot, on_log=on_log,
                 on_rows=[log or (lambda row: None) for log in loggers], what=whats, resume=resume,
-                resume_key={"task": task_name, "scheme": scheme, "seeds": list(seeds), "model": to_dict(cfg.model),
-                            "train": to_dict(cfg.train), "options": to_dict(options), "info": info},
+                resume_key={**identity, "seeds": list(seeds)},
             )
         seconds = time.perf_counter() - start
         costs = [save(seed, model, result, out, seconds)
@@ -126,7 +126,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     finished = None if resume is None else Path(resume).with_suffix("")  # finished runs of a killed stage
     for seed, out_dir, live_dir in zip(seeds, out_dirs, live_dirs):
         kept = None if finished is None else finished / f"seed_{seed}"
-        if kept is not None and _same_run(kept, task_name, scheme, seed, cfg, options):
+        if kept is not None and _same_run(kept, identity, seed):
             shutil.copytree(kept, out_dir)  # trained before the kill: not again
             if live_dir is not None and (kept.parent / f"live_{seed}").exists():
                 shutil.copytree(kept.parent / f"live_{seed}", live_dir, dirs_exist_ok=True)
@@ -151,10 +151,9 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     return costs
 
 
-def _same_run(kept: Path, task_name: str, scheme: str, seed: int, cfg, options) -> bool:
-    """Whether ``kept`` is a complete run of exactly this (task, scheme, seed) and configuration."""
+def _same_run(kept: Path, identity: dict, seed: int) -> bool:
+    """Whether ``kept`` is a complete run of this seed, trained from exactly ``identity``."""
     if not (kept / RUN_FILE).exists() or not (kept / WEIGHTS).exists():
         return False
     run = io.read_json(kept / RUN_FILE)
-    return (run["task"], run["scheme"], run["seed"]) == (task_name, scheme, seed) and \
-        run["model"] == to_dict(cfg.model) and run["train"] == to_dict(cfg.train) and run["options"] == to_dict(options)
+    return run["seed"] == seed and all(run.get(key) == value for key, value in identity.items())

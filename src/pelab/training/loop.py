@@ -141,8 +141,8 @@ class LossWindow:
         self.losses.append(loss.float())
         self.steps.append(step)
         self.lrs.append(lr)
-        if self.check_every_step:
-            self._values()
+        if self.check_every_step and not bool(torch.isfinite(loss).all()):
+            self._values()  # raises, naming the seed
 
     def _values(self) -> torch.Tensor:
         """(n, S) losses of the window; raises ``DivergedError`` at the first non-finite one."""

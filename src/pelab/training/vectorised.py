@@ -36,6 +36,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 from pelab.config import TrainConfig
+from pelab.model.attention import MultiHeadAttention
 from pelab.training.loop import (
     LossWindow,
     TrainResult,
@@ -95,7 +96,7 @@ def clip_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> torch.Tens
 
 def _use_fused_attention(model: nn.Module, fused: bool) -> None:
     for module in model.modules():
-        if hasattr(module, "fused"):
+        if isinstance(module, MultiHeadAttention):
             module.fused = fused
 
 
