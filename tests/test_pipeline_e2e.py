@@ -180,7 +180,11 @@ def test_adding_a_seed_retrains_each_schemes_stack_and_a_kill_loses_only_the_sta
                             text=True, start_new_session=True)
     try:
         deadline = time.time() + 300
-        while time.time() < deadline and len(locked_trains(project, seeds)) < 2 and proc.poll() is None:
+        lock = project / "dvc.lock"
+        # kill inside a stage, never inside DVC's (non-atomic) write of dvc.lock: wait until the lock records
+        # two finished stacks and has not been touched for a second (the next stage has started by then)
+        while time.time() < deadline and proc.poll() is None and not (
+                len(locked_trains(project, seeds)) >= 2 and time.time() - lock.stat().st_mtime > 1.0):
             time.sleep(0.05)
     finally:  # always: a dvc left running would hold the repository's lock for the next test
         os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running
