@@ -60,9 +60,11 @@ def gpu_sampler(stop: threading.Event, samples: list[dict]) -> None:
 @click.option("--no-report", is_flag=True, help="stop after aggregate")
 @click.option("--logs", default="study_logs", show_default=True)
 @click.option("--skip-done", is_flag=True, help="skip stages whose outputs exist (continue a stopped study)")
+@click.option("--save-every", default=300.0, show_default=True,
+              help="seconds between saves of a stacked training stage's state (a killed study resumes from it)")
 @click.option("--out", type=click.Path(dir_okay=False), default=None)
 def main(params_path: str, workers: int, length: bool, no_report: bool, logs: str, skip_done: bool,
-         out: str | None) -> None:
+         save_every: float, out: str | None) -> None:
     params = yaml.safe_load(Path(params_path).read_text())
     # Each stage gets its share of the cores: N processes of all-core thread pools oversubscribe the CPU, and
     # their spinning threads slowed three concurrent copy stages on a 16-core GPU box by more than 4x.
@@ -116,7 +118,7 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
     phase("prepare", [(f"prepare@{t}", [f"{STAGES}/prepare.py", *p, "--task", t, "--out", f"data/{t}"])
                       for t in [*tasks, *length_tasks]], workers)
     train_jobs = [(f"train@{t}-{s}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--data", f"data/{t}",
-                                      "--runs", "runs"]) for t, s in pairs]
+                                      "--runs", "runs", "--save-every", str(save_every)]) for t, s in pairs]
     train_jobs += [(f"train_length@{t}-{s}-{k}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--seed",
                                                   str(k), "--data", f"data/{t}", "--runs", "runs"])
                    for t in length_tasks for s in params["length_schemes"] for k in seeds]

@@ -29,18 +29,20 @@ from pelab.runner.train import train_runs
               help="the DVCLive folder for the training curves, written as they are logged")
 @click.option("--resume", "resume_root", default=".resume", show_default=True, type=click.Path(file_okay=False),
               help="where the state of seeds trained together is saved while they train")
+@click.option("--save-every", "save_every_s", default=300.0, show_default=True, type=click.FloatRange(min=1.0),
+              help="seconds between saves of the state of seeds trained together")
 @click.option("--stack/--sequential", "stack", default=None,
               help="seeds together as one vectorised model, or one after another [default: together on CUDA; on "
                    "the CPU for tasks whose batches need no padding]")
 @one_line_errors
 def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], data_dir: str, runs_root: str,
-         live_root: str | None, resume_root: str, stack: bool | None) -> None:
+         live_root: str | None, resume_root: str, save_every_s: float, stack: bool | None) -> None:
     params = load_params(params_path)
     seeds = seeds or tuple(params.seeds)
     outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
     lives = None if live_root is None else [run_dir(live_root, task_name, scheme, seed) for seed in seeds]
     costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, vectorise=stack,
-                       resume=Path(resume_root) / task_name / f"{scheme}.pt")
+                       resume=Path(resume_root) / task_name / f"{scheme}.pt", save_every_s=save_every_s)
     for seed, cost in zip(seeds, costs):
         together = f", {cost['seeds_together']} seeds together" if "seeds_together" in cost else ""
         click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "

@@ -454,7 +454,7 @@ class MockState:
     def __init__(self, rows: int) -> None:
         self.prefixes: list[tuple[int, ...]] = [() for _ in range(rows)]
 
-    def reorder(self, index: torch.Tensor) -> None:
+    def reorder(self, index: torch.Tensor, memory: bool = True) -> None:
         self.prefixes = [self.prefixes[i] for i in index.tolist()]
 
 

@@ -200,3 +200,31 @@ def test_on_the_cpu_seeds_stack_only_where_it_pays_and_a_killed_sequential_stage
     costs = train_runs(copy_params, "copy", "rope", [0, 1], tmp_path / "copy" / "data",
                        [tmp_path / "c0", tmp_path / "c1"], device="cpu")
     assert all(c["seeds_together"] == 2 for c in costs)
+
+
+def test_the_stage_saves_a_stacked_state_as_often_as_asked(tmp_path, monkeypatch):
+    """``train_runs(save_every_s=...)`` (the stage's ``--save-every``) reaches the stacked loop: with 0 s the state
+    is saved at every logged row, so a kill after the first row already finds it on disk."""
+    import pelab.runner.train as runner
+
+    params = _params(tmp_path, "copy", steps=20, log_every=5)
+    resume = tmp_path / ".resume" / "copy" / "rope.pt"
+    seen: list[bool] = []
+
+    class Killed(Exception):
+        pass
+
+    def kill_at_second_row(*args, **kwargs):
+        def first_seed_row(row):  # rows are logged, then the state is saved
+            seen.append(resume.exists())
+            if len(seen) == 2:
+                raise Killed
+
+        kwargs["on_rows"] = [first_seed_row, *kwargs["on_rows"][1:]]
+        return train_seeds(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "train_seeds", kill_at_second_row)
+    with pytest.raises(Killed):
+        train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", [tmp_path / "a", tmp_path / "b"], device="cpu",
+                   vectorise=True, resume=resume, save_every_s=0.0)
+    assert seen == [False, True]  # nothing saved before the first row; saved after it

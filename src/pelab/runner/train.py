@@ -46,7 +46,7 @@ def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: 
 def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int], data_dir: str | Path,
                out_dirs: Sequence[str | Path], device: str | None = None,
                live_dirs: Sequence[str | Path] | None = None, vectorise: bool | None = None,
-               resume: str | Path | None = None) -> list[dict[str, float]]:
+               resume: str | Path | None = None, save_every_s: float = 300.0) -> list[dict[str, float]]:
     """Train one run per seed into ``out_dirs`` (each appears only when complete); returns their cost records.
 
     ``vectorise``: train the seeds together as one vectorised model (``training.vectorised``), if the task
@@ -56,7 +56,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     benchmarks/results/quick_profile.md). Otherwise the seeds train one after another.
 
     ``resume``: a file under which a killed stage's work survives. Stacked seeds save their whole state there
-    every few minutes and continue from it; seeds trained one after another keep each finished run beside it
+    every ``save_every_s`` seconds and continue from it; seeds trained one after another keep each finished run beside it
     (``<resume without .pt>/seed_<k>``) and are not retrained. Removed once every run is written.
     """
     task, cfg = get_task(task_name), params.task(task_name)
@@ -113,7 +113,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 pad_values=task.batch_padding, desc=f"{task_name} {scheme} seeds {','.join(map(str, seeds))}",
                 snapshot=snapshot, on_log=on_log,
                 on_rows=[log or (lambda row: None) for log in loggers], what=whats, resume=resume,
-                resume_key={**identity, "seeds": list(seeds)},
+                resume_key={**identity, "seeds": list(seeds)}, save_every_s=save_every_s,
             )
         seconds = time.perf_counter() - start
         costs = [save(seed, model, result, out, seconds)

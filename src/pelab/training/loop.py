@@ -2,8 +2,9 @@
 clipping, mixed precision on CUDA, a tqdm bar and a per-step loss history.
 
 Device policy (``prepare_device``, ``autocast``, ``make_optimizer``): on CUDA, TF32 matmuls, bf16 autocast where
-the GPU computes bf16 natively (Ampere and later), else fp16 autocast with a gradient scaler, fused AdamW and
-pinned host batches. On the CPU everything stays fp32 and unfused, so CPU runs are bit-reproducible.
+the GPU computes bf16 natively (Ampere and later), else fp16 autocast with a gradient scaler, and
+pinned host batches. On the CPU everything stays fp32, so CPU runs are bit-reproducible. AdamW is fused on
+both (``adamw``).
 """
 
 from __future__ import annotations
@@ -88,16 +89,21 @@ def decays(name: str, param: torch.Tensor, stacked: bool = False) -> bool:
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device | None = None) -> torch.optim.Optimizer:
-    """AdamW; no weight decay on biases, norms, embeddings and position tables. Fused on CUDA."""
+    """AdamW; no weight decay on biases, norms, embeddings and position tables (``device`` is unused: kept for
+    callers; the parameters' own device decides)."""
     named = list(model.named_parameters())
-    return adamw([p for n, p in named if decays(n, p)], [p for n, p in named if not decays(n, p)], cfg, device)
+    return adamw([p for n, p in named if decays(n, p)], [p for n, p in named if not decays(n, p)], cfg)
 
 
-def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig,
-          device: torch.device | None) -> torch.optim.Optimizer:
+def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW, betas (0.9, 0.98). The fused kernel (one pass over every parameter) wherever torch has it for the
+    parameters' device - CUDA, and the CPU since torch 2.4, where it takes 10% off a quick-size step
+    (benchmarks/results/quick_profile.md) - else the foreach one: the same update rule."""
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    fused = device is not None and device.type == "cuda"
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), fused=fused or None)
+    try:
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), fused=True)
+    except RuntimeError:  # no fused kernel for this device in this torch
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
 
 
 @dataclass

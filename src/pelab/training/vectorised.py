@@ -146,7 +146,7 @@ def train_seeds(
     params, buffers = stack_module_state(list(models))  # {name: (S, ...)}, leaves that require grad
     names = list(params)
     optimizer = adamw([params[n] for n in names if decays(n, params[n], stacked=True)],
-                      [params[n] for n in names if not decays(n, params[n], stacked=True)], cfg, device)
+                      [params[n] for n in names if not decays(n, params[n], stacked=True)], cfg)
     scaler = grad_scaler(device)
     schedule = lr_schedule(optimizer, cfg)
 

@@ -121,7 +121,7 @@ def beam_search(
         if bool(done.all()):
             break
         prefix = torch.cat([prefix[parent.reshape(-1)], new_token.reshape(-1, 1)], dim=1)
-        state.reorder(parent.reshape(-1))
+        state.reorder(parent.reshape(-1), memory=False)  # a parent is always a beam of the same sentence
         scores = new_scores
     lengths, tokens = best_length.tolist(), best_tokens.tolist()
     found = torch.isfinite(best_score).tolist()
