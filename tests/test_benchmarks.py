@@ -46,3 +46,13 @@ def test_the_decode_benchmark_runs_greedy_and_beam(tmp_path):
     results = bench("bench_decode.py", tmp_path, "--smoke")
     assert results["greedy"]["beam_size"] == 1 and results["beam"]["beam_size"] == 2
     assert results["greedy"]["sentences_per_s"] > 0 and results["beam"]["sentences_per_s"] > 0
+
+
+def test_the_compute_floor_counts_matmul_flops_and_bounds_the_profile_below_the_measured_time(tmp_path):
+    results = bench("compute_floor.py", tmp_path, "--smoke")
+    assert results["runs_per_study"] == 45  # pe=all: 9 schemes x 5 seeds
+    for study in ("copy", "translation"):
+        s = results["studies"][study]
+        assert s["matmul_gflop_per_step"] > 0 and s["ms_per_step"] > 0
+        assert 0 < s["floor_min"] < s["measured_min"]  # the matrix products are part of the step, not all of it
+    assert results["floor_min"] == pytest.approx(sum(s["floor_min"] for s in results["studies"].values()))
