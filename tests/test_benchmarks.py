@@ -56,3 +56,10 @@ def test_the_compute_floor_counts_matmul_flops_and_bounds_the_profile_below_the_
         assert s["matmul_gflop_per_step"] > 0 and s["ms_per_step"] > 0
         assert 0 < s["floor_min"] < s["measured_min"]  # the matrix products are part of the step, not all of it
     assert results["floor_min"] == pytest.approx(sum(s["floor_min"] for s in results["studies"].values()))
+
+
+def test_the_compile_benchmark_compiles_the_stacked_step_to_the_same_losses(tmp_path):
+    results = bench("bench_compile.py", tmp_path, "--smoke", "--study", "copy")
+    r = results["studies"]["copy"]
+    assert r["speedup"] == pytest.approx(r["eager_s"] / r["compiled_s"])
+    assert r["loss_compiled"] == pytest.approx(r["loss_eager"], rel=1e-4)

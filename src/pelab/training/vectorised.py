@@ -124,6 +124,7 @@ def train_seeds(
     resume: str | Path | None = None,
     resume_key: dict | None = None,
     save_every_s: float = 300.0,
+    compile_step: bool = False,
 ) -> list[TrainResult]:
     """Train S models (same architecture, each from its own seed) together for ``cfg.steps`` steps.
 
@@ -136,6 +137,9 @@ def train_seeds(
     saved after a logged row whenever ``save_every_s`` seconds have passed since the last save, and from which
     a killed run continues where it stopped (if ``resume_key``, which names what is trained, still matches).
     The caller removes it once the runs are written.
+
+    ``compile_step``: the stacked forward and loss through ``torch.compile`` (measured, not yet adopted:
+    ``benchmarks/bench_compile.py``).
     """
     n_seeds = len(models)
     prepare_device(device)
@@ -155,6 +159,8 @@ def train_seeds(
         return loss, torch.as_tensor(count, device=loss.device)
 
     batched_loss = vmap(seed_loss, in_dims=(0, 0, 0), randomness="different")
+    if compile_step:  # measured by benchmarks/bench_compile.py, not used by the pipeline until it wins somewhere
+        batched_loss = torch.compile(batched_loss)
     results = [TrainResult() for _ in range(n_seeds)]
     snapshot_steps = snapshot_schedule(cfg) if snapshot is not None else set()
     if device.type == "cuda":
