@@ -46,7 +46,7 @@ class DecodingState:
 
         ``memory=False`` keeps the memory's keys, values and padding as they are: right when ``index`` only moves
         rows among copies of the same memory (the beams of one sentence), and it saves copying them every step
-        (7% of beam search on a 2-core CPU, benchmarks/results/decode_cpu_quick.json)."""
+        (7% of beam search on a 2-core CPU, benchmarks/results/quick_profile.md)."""
         for cache in self.caches:
             for key, value in cache.items():
                 if memory or not key.startswith("memory_"):
