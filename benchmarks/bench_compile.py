@@ -45,8 +45,8 @@ def measure(study: str, size: dict, seeds: int, steps: int, device: torch.device
     times: dict[bool, list[float]] = {False: [], True: []}
     losses: dict[bool, float] = {}
     for _ in range(2):
-        for compiled in (False, True):
-            times[compiled].append(wall_s(lambda: losses.__setitem__(compiled, fit(compiled)), device))
+        for on in (False, True):
+            times[on].append(wall_s(lambda on=on: losses.__setitem__(on, fit(on)), device))
     eager, compiled = min(times[False]), min(times[True])
     return {"eager_s": eager, "compiled_s": compiled, "speedup": eager / compiled, "compile_s": compile_s,
             "loss_eager": losses[False], "loss_compiled": losses[True]}

@@ -56,8 +56,8 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     benchmarks/results/quick_profile.md). Otherwise the seeds train one after another.
 
     ``resume``: a file under which a killed stage's work survives. Stacked seeds save their whole state there
-    every ``save_every_s`` seconds and continue from it; seeds trained one after another keep each finished run beside it
-    (``<resume without .pt>/seed_<k>``) and are not retrained. Removed once every run is written.
+    every ``save_every_s`` seconds and continue from it; seeds trained one after another keep each finished run
+    beside it (``<resume without .pt>/seed_<k>``) and are not retrained. Removed once every run is written.
     """
     task, cfg = get_task(task_name), params.task(task_name)
     check_scheme(scheme)
