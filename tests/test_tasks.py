@@ -69,3 +69,20 @@ def test_a_tiny_task_section_is_validated_like_the_others(reverse_task):
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['n_tarin'\] in tiny_reverse.data; valid keys: length, "
                                          r"n_test, n_train"):
         parse_params(raw)
+
+
+def test_live_curves_leave_no_signal_file_that_parallel_queue_workers_would_race_on(tmp_path, monkeypatch):
+    """Queued experiments' DVCLive processes share one VS Code signal file under the repository's
+    .dvc/tmp/exps/run, which ``Live.end`` removes unguarded: two workers racing there failed an experiment.
+    The training curves are written without it."""
+    from pelab.runner.live import live_logger
+
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "repo"))  # what a queued experiment's processes see
+    (tmp_path / "repo" / ".dvc").mkdir(parents=True)
+    with live_logger(tmp_path / "live") as log:
+        log({"step": 5, "loss": 2.0})
+        log({"step": 10, "loss": 1.5})
+        assert not (tmp_path / "repo" / ".dvc" / "tmp" / "exps" / "run" / "DVCLIVE_STEP_COMPLETED").exists()
+    live = pd.read_csv(tmp_path / "live/plots/metrics/loss.tsv", sep="\t")
+    assert live["step"].tolist() == [5, 10] and live["loss"].tolist() == [2.0, 1.5]
+    assert not (tmp_path / "live" / "metrics.json").exists()

@@ -27,8 +27,12 @@ def live_logger(live_dir: str | Path | None) -> Iterator[Callable[[dict[str, flo
             live.step = int(row["step"])
             for name, value in row.items():
                 if name != "step" and value is not None:
-                    live.log_metric(name, float(value))
-            live.next_step()
+                    live.log_metric(name, float(value))  # appends the row to plots/metrics/<name>.tsv
+            # Not ``live.next_step()``: besides this sync it writes a signal file for VS Code that every DVCLive
+            # process of a queued experiment shares (<repo>/.dvc/tmp/exps/run/DVCLIVE_STEP_COMPLETED), and
+            # ``Live.end`` removes it with an unguarded exists-then-remove; two queue workers racing there failed
+            # a whole experiment with FileNotFoundError (dvclive 3.49, `dvc queue start -j 2`).
+            live.sync()
 
         yield log
     # DVCLive's summary repeats the curves' last row; without it the run's live folder holds curves only, so a
