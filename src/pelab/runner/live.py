@@ -4,8 +4,8 @@ Every logged row of the training loop (loss, learning rate, and the validation l
 one) goes to ``<live_dir>/plots/metrics/<name>.tsv`` as it is produced, so ``dvc plots show``, ``dvc exp show``
 and the DVC extension of VS Code follow a study while it runs. The train stage declares that folder as
 its plot output (dvc.yaml); DVCLive's own ``dvc.yaml`` and experiment saving are off, because the pipeline
-already is the experiment, and so is its per-step signal file for VS Code (see ``log`` below): VS Code then
-refreshes a queued experiment's curves from the files, not on that signal.
+already is the experiment, and so is the per-step signal file it writes for VS Code's view of queued
+experiments (see ``log`` below: parallel queue workers raced on it).
 """
 
 from __future__ import annotations
