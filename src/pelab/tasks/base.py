@@ -99,9 +99,12 @@ class Task(ABC):
 
         for scheme in cfg.positional:
             for causal in self.attention_forms:
-                pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
-                                               causal=causal, options=cfg.options(scheme))
-                pe.check_length(self.max_length(cfg))
+                try:
+                    pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
+                                                   causal=causal, options=cfg.options(scheme))
+                    pe.check_length(self.max_length(cfg))
+                except ValueError as err:  # name the pair: the same scheme may suit another task
+                    raise ValueError(f"task {self.name!r}, scheme {scheme!r}: {err}") from None
                 if isinstance(pe, RandomizedPositions) and not self.draws_positions:
                     raise ValueError(f"scheme {scheme!r} randomizes positions, which task {self.name!r} does not "
                                      "support; use it in the length study (length_schemes)")

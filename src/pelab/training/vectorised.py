@@ -85,9 +85,10 @@ def stack_batches(batches: Sequence[Batch], pad_values: Sequence[int] | None = N
 def clip_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> torch.Tensor:
     """Clip each seed's gradient (dimension 0 of every parameter) to global norm ``max_norm``, as
     ``torch.nn.utils.clip_grad_norm_`` does for one model: coef = max_norm / (norm + 1e-6), at most 1.
+    Parameters may have any shape: a stacked scalar is (S,), a stacked matrix (S, m, n).
     Returns the per-seed norms before clipping, (S,)."""
     grads = [p.grad for p in params if p.grad is not None]
-    norms = torch.stack([g.flatten(1).float().norm(dim=1) for g in grads]).norm(dim=0)  # (S,)
+    norms = torch.stack([g.reshape(g.shape[0], -1).float().norm(dim=1) for g in grads]).norm(dim=0)  # (S,)
     coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(coef.to(g.dtype).view(-1, *([1] * (g.ndim - 1))))
