@@ -119,9 +119,9 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
                       for t in [*tasks, *length_tasks]], workers)
     train_jobs = [(f"train@{t}-{s}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--data", f"data/{t}",
                                       "--runs", "runs", "--save-every", str(save_every)]) for t, s in pairs]
-    train_jobs += [(f"train_length@{t}-{s}-{k}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--seed",
-                                                  str(k), "--data", f"data/{t}", "--runs", "runs"])
-                   for t in length_tasks for s in params["length_schemes"] for k in seeds]
+    train_jobs += [(f"train_length@{t}-{s}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--data",
+                                              f"data/{t}", "--runs", "runs", "--save-every", str(save_every)])
+                   for t in length_tasks for s in params["length_schemes"]]
     phase("train", train_jobs, workers)
     eval_pairs = pairs + [(t, s) for t in length_tasks for s in params["length_schemes"]]
     phase("evaluate", [(f"evaluate@{t}-{s}", [f"{STAGES}/evaluate.py", *p, "--task", t, "--scheme", s, "--runs",

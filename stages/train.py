@@ -1,4 +1,4 @@
-"""Stages train@<task>-<scheme> and train_length@<task>-<scheme>-<seed>: train runs (atomically: a killed stage
+"""Stages train@<task>-<scheme> and train_length@<task>-<scheme>: train runs (atomically: a killed stage
 leaves no partial run behind).
 
 Without ``--seed``, every seed of params ``seeds`` is trained, together as one vectorised model where the task

@@ -290,3 +290,97 @@ def test_xpos_is_refused_in_bidirectional_attention_with_one_line():
         parse_params(smoke_raw(tasks=[], length_tasks=["reverse"], length_schemes=["xpos"]))
     params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse_causal"], length_schemes=["rope", "xpos"]))
     assert params.schemes_of("reverse_causal") == ("rope", "xpos")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Evaluation protocol of randomized schemes and of the RoPE extensions
+# ------------------------------------------------------------------------------------------------------
+
+
+def record_positions(model) -> list:
+    """Every positions tensor the model's layers receive, in call order."""
+    seen = []
+    model.layers.register_forward_pre_hook(lambda module, args: seen.append(args[1].clone()))
+    return seen
+
+
+@pytest.mark.parametrize("scheme", ["rand_sinusoidal", "rand_rope", "rand_learned"])
+def test_a_generated_row_keeps_one_position_draw_and_each_step_reads_its_prefix(scheme, tmp_path):
+    """Training places a row at one sorted draw of positions; generation must too. Each step's positions are
+    the prefix of the row's one draw (before: a fresh draw per prefix length, so the question and SEP moved at
+    every step), and the answer equals the teacher-forced pass over it at those positions."""
+    from pelab.positional import scheme_options
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import answer_scores, generate
+
+    params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse_causal"], length_schemes=[scheme]))
+    cfg = params.task("reverse_causal")
+    get_task("reverse_causal").prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    model = build_length_model(scheme, data.vocab_size, cfg.model, scheme_options(scheme), seed=0, causal=True).eval()
+    seen = record_positions(model)
+    n = cfg.data.test_max
+    sources = data.splits["test"][n]
+    answer_scores(model, data, sources, True, torch.device("cpu"), batch_size=len(sources), draws=1)
+    row = 2 * n  # question (n) + SEP + answer (n) - the last answer token, never an input
+    draw = model.pe.sample_positions(row, "cpu", draw=0)
+    assert len(seen) == n and all(torch.equal(p, draw[:len(p)]) for p in seen)
+    assert [len(p) for p in seen] == list(range(n + 1, row + 1))
+    prompt = torch.cat([sources, torch.full((len(sources), 1), 99)], dim=1) % data.vocab_size
+    answer = generate(model, prompt, n, draw)
+    with torch.no_grad():
+        again = model(torch.cat([prompt, answer[:, :-1]], dim=1), positions=draw).argmax(-1)[:, n:]
+    assert torch.equal(again, answer)
+
+
+def test_each_length_is_scored_over_several_position_draws_the_same_for_every_run(tmp_path):
+    from pelab.positional import scheme_options
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import evaluate
+
+    raw = smoke_raw(tasks=[], length_tasks=["reverse"], length_schemes=["rand_sinusoidal"])
+    raw["reverse"]["data"] = {**raw["reverse"]["data"], "n_test": 8}
+    raw["reverse"]["eval"] = {**raw["reverse"]["eval"], "position_draws": 4}
+    params = parse_params(raw)
+    cfg = params.task("reverse")
+    assert cfg.eval.position_draws == 4
+    task = get_task("reverse")
+    task.prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    scores = []
+    for seed in (0, 1):  # two runs: the same draws
+        model = build_length_model("rand_sinusoidal", data.vocab_size, cfg.model, scheme_options("rand_sinusoidal"),
+                                   seed=seed, causal=False).eval()
+        seen = record_positions(model)
+        scores.append(evaluate(cfg, model, data, torch.device("cpu"), causal=False,
+                               row_length=lambda n: task.row_length(cfg.data, n)))
+        row = task.row_length(cfg.data, cfg.data.test_max)
+        at_longest = [p for p in seen if len(p) == row]
+        assert len(at_longest) == 4 and len({tuple(p.tolist()) for p in at_longest}) == 4  # four distinct draws
+        assert all(torch.equal(p, model.pe.sample_positions(row, "cpu", draw=d)) for d, p in enumerate(at_longest))
+        if seed == 0:
+            first = at_longest
+        else:
+            assert all(torch.equal(a, b) for a, b in zip(first, at_longest))  # paired across runs
+
+
+def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
+    """xPos subclasses RoPE's class: it gets no PI/NTK rows, and rows of another scheme never join rope+PI."""
+    from pelab.report.sections.length import with_rope_variants
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import evaluate
+
+    task = get_task("reverse_causal")
+    params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse_causal"], length_schemes=["xpos"]))
+    cfg = params.task("reverse_causal")
+    task.prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    model = task.build_model(cfg.model, "xpos", cfg.options("xpos"), 0, task.data_info(data))
+    rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
+    assert {r["split"] for r in rows} == {"test", "in", "beyond"}
+    records = pd.DataFrame([{"task": "t", "pe": pe, "seed": 0, "split": split, "length": "all",
+                             "metric": "token_accuracy", "value": value}
+                            for pe, value in (("rope", 0.5), ("xpos", 0.9)) for split in ("beyond", "beyond_pi")])
+    out, names = with_rope_variants(records)
+    assert names == ["rope+PI"]
+    assert out[out["pe"] == "rope+PI"]["value"].tolist() == [0.5]

@@ -4,7 +4,7 @@ the outputs, and that caching follows meaning:
 
 * touching an evaluation module re-runs evaluation, aggregate and report, and no training stage;
 * changing one option of `t5` for one task retrains only that task's `t5` runs;
-* adding a seed retrains each scheme's stack of seeds (one stage) and only the new seed's length runs;
+* adding a seed retrains each (task, scheme) stage, its seeds being one stage (main and length study);
 * SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the stages not finished before the kill;
 * `dvc exp run -S 'pe=[rope,t5]'`-style subsets reuse cached runs.
 """
@@ -46,12 +46,10 @@ def ran(output: str, kind: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith(prefix)}
 
 
-def trains(tasks=TASKS, schemes=SCHEMES, seeds=SEEDS, stage="train") -> set[str]:
-    """Training stage names: train@<task>-<scheme> (the seeds of a scheme train together, one stage), or
-    train_length@<task>-<scheme>-<seed> (the length study, one stage per run)."""
-    if stage == "train":
-        return {f"train@{t}-{s}" for t in tasks for s in schemes}
-    return {f"{stage}@{t}-{s}-{k}" for t in tasks for s in schemes for k in seeds}
+def trains(tasks=TASKS, schemes=SCHEMES, stage="train") -> set[str]:
+    """Training stage names, one per (task, scheme) whose seeds it trains: train@<task>-<scheme> (the main
+    study) or train_length@<task>-<scheme> (the length study)."""
+    return {f"{stage}@{t}-{s}" for t in tasks for s in schemes}
 
 
 def edit_params(project: Path, change) -> None:
@@ -171,8 +169,8 @@ def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
 
 
 def test_adding_a_seed_retrains_each_schemes_stack_and_a_kill_loses_only_the_stage_in_progress(project):
-    """The seeds of a (task, scheme) are one vectorised stage, so a new seed retrains each stack; the length
-    study (one stage per run) trains only the new seed's runs. A SIGKILL loses only the stages in progress."""
+    """The seeds of a (task, scheme) are one stage, so a new seed retrains each (task, scheme) of both studies.
+    A SIGKILL loses only the stages in progress."""
     seeds = [*SEEDS, 2]
     edit_params(project, lambda p: p.update(seeds=seeds))
     stacks = trains()
@@ -193,8 +191,7 @@ def test_adding_a_seed_retrains_each_schemes_stack_and_a_kill_loses_only_the_sta
     assert 2 <= len(finished) < len(stacks)
     out = run(["dvc", "repro"], project)
     assert ran(out, "train") == stacks - finished  # only the stages not finished before the kill
-    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, seeds=[2],
-                                              stage="train_length")
+    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length")
     assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
     assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
 

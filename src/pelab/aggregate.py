@@ -17,7 +17,7 @@ import pandas as pd
 from pelab import io
 from pelab.config import Params
 from pelab.runner.checkpoint import run_dir
-from pelab.stats import summarize
+from pelab.stats import metric_summary
 from pelab.tasks import get_task
 
 RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
@@ -59,8 +59,9 @@ def _finite(value: float) -> float | None:
 
 
 def summary_table(records: pd.DataFrame) -> dict:
-    """{task: {scheme: {split: {metric: {mean, sd, ci_low, ci_high, n}}}}} over seeds, for every headline
-    metric of the task (``Task.headline``); undefined statistics are null. Written to reports/summary.json."""
+    """{task: {scheme: {split: {metric: {mean, sd, ci_low, ci_high, n}}}}} over seeds (``metric_summary``, as in
+    the report), for every headline metric of the task (``Task.headline``); undefined statistics are null.
+    Written to reports/summary.json."""
     out: dict = {}
     overall = records[records["length"] == "all"]
     for (task, scheme), group in overall.groupby(["task", "pe"], sort=False):
@@ -68,7 +69,7 @@ def summary_table(records: pd.DataFrame) -> dict:
         entry: dict = {}
         for (split, metric), rows in group.groupby(["split", "metric"], sort=False):
             if metric in headline.get(split, []):
-                stats = summarize(rows.sort_values("seed")["value"].tolist())
+                stats = metric_summary(rows.sort_values("seed")["value"].tolist(), metric)
                 entry.setdefault(split, {})[metric] = {k: v if k == "n" else _finite(float(v)) for k, v in stats.items()}
         out.setdefault(task, {})[scheme] = entry
     return out

@@ -7,6 +7,7 @@ from pelab.positional.registry import (
     check_scheme,
     option_names,
     scheme_names,
+    scheme_of,
     scheme_options,
 )
 
@@ -17,5 +18,6 @@ __all__ = [
     "check_scheme",
     "option_names",
     "scheme_names",
+    "scheme_of",
     "scheme_options",
 ]

@@ -6,8 +6,9 @@ from [0, ``max_position``) (the paper's L ≫ the test lengths). Training thus s
 every gap between them, and a longer test sequence uses positions the model was trained on. The wrapped
 scheme is unchanged: its hooks receive the drawn positions.
 
-Evaluation draws them too, as in the paper, from a generator seeded with the sequence length, so every run
-and every scheme is scored with the same positions for a given length (``sample_positions``).
+Evaluation draws them too, as in the paper, from a generator seeded with the sequence length and a draw
+index, so every run and every scheme is scored with the same positions for a given length and draw
+(``sample_positions``; the length tasks average over several draws, ``tasks/length/evaluate.py``).
 
 Only models that ask the scheme for their positions (``sample_positions``) randomize: the length tasks. A task
 whose model does not is refused when params load (``pelab.tasks.base.Task.check``).
@@ -35,11 +36,11 @@ class RandomizedPositions(PositionalEncoding):
         self.inner = self.Inner(d_model=d_model, n_heads=n_heads, causal=causal, **inner_options)
         self.inner.check_length(max_position)  # e.g. a learned table needs max_position rows
 
-    def sample_positions(self, length: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    def sample_positions(self, length: int, device: torch.device | str = "cpu", draw: int = 0) -> torch.Tensor:
         """(length,) sorted distinct positions in [0, max_position): fresh in training (the global RNG, seeded per
-        run), fixed per length at evaluation."""
+        run), fixed per (length, draw) at evaluation."""
         self.check_length(length)
-        generator = None if self.training else torch.Generator().manual_seed(length)
+        generator = None if self.training else torch.Generator().manual_seed(length + 1_000_003 * draw)
         drawn = torch.randperm(self.max_position, generator=generator)[:length]
         return drawn.sort().values.to(device)
 

@@ -57,6 +57,14 @@ def check_scheme(name: str) -> str:
     return name
 
 
+def scheme_of(pe: PositionalEncoding) -> str:
+    """The registry name of a built scheme, by its exact class (``xpos`` subclasses RoPE and is not ``rope``)."""
+    names = [name for name, cls in POSITIONAL_ENCODINGS.items() if type(pe) is cls]
+    if not names:
+        raise ValueError(f"{type(pe).__name__} is not a registered scheme; valid choices: {', '.join(scheme_names())}")
+    return names[0]
+
+
 def option_names(name: str) -> list[str]:
     return sorted(f.name for f in fields(POSITIONAL_ENCODINGS[check_scheme(name)].Options))
 

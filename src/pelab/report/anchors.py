@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pelab.report.tables import markdown_table, seed_values
-from pelab.stats import format_interval, format_mean_sd, summarize
+from pelab.stats import format_interval, format_mean_sd, metric_summary
 
 COPY_POST = "copy-task post, “Compare Schemes Accuracies” (peluche 2023), mean of 5 runs"
 C05_REPORT = "C05 translation report, “Train & Evaluation Results” (best of 3 runs)"
@@ -87,7 +87,7 @@ def ours(records: pd.DataFrame, anchor: Anchor) -> str:
     for split in anchor.splits:
         values = seed_values(records, anchor.task, anchor.scheme, split, anchor.metric)
         if values:
-            s = summarize(values)
+            s = metric_summary(values, anchor.metric)
             return f"{format_mean_sd(s)} {format_interval(s)}, n = {s['n']}" + (
                 f" ({split})" if anchor.task != "copy" else "")
     return f"not in this run (no `{anchor.task}` `{anchor.metric}` records for `{anchor.scheme}`)"

@@ -28,8 +28,8 @@ def header(ctx: ReportContext) -> list[str]:
         + (f"; length study tasks {', '.join(f'`{t}`' for t in params.length_tasks)}, schemes "
            f"{', '.join(f'`{s}`' for s in params.length_schemes)}" if params.length_tasks else "")
         + f"; seeds {ctx.seeds} (n = {len(ctx.seeds)} runs per scheme). "
-        "Every number is mean ± sample sd over seeds with a 95% interval (Student-t; the percentile bootstrap "
-        "where the t-interval would leave a bounded metric's range). Each scheme is compared with the reference "
+        "Every number is mean ± sample sd over seeds with a 95% interval (Student-t, clipped to a bounded "
+        "metric's range; `reports/summary.json` holds the same intervals). Each scheme is compared with the reference "
         f"scheme `{params.reference}`, declared in params before any run, paired by seed (a seed fixes the batch "
         "order and shared initial weights for every scheme): exact sign-flip permutation test, Holm-corrected "
         "across schemes, with the paired t-test beside it.",

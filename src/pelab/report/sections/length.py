@@ -30,11 +30,12 @@ ROPE_VARIANTS = {"pi": "rope+PI", "ntk": "rope+NTK"}  # evaluation-time extensio
 
 
 def with_rope_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The rope runs scored with position interpolation / NTK-aware scaling (splits test_pi, beyond_pi, …) as
-    pseudo-schemes ``rope+PI`` / ``rope+NTK`` with the splits ``test`` / ``beyond``; and the names present."""
+    """The ``rope`` runs scored with position interpolation / NTK-aware scaling (splits test_pi, beyond_pi, …) as
+    pseudo-schemes ``rope+PI`` / ``rope+NTK`` with the splits ``test`` / ``beyond``; and the names present.
+    Selected by scheme name and split: no other scheme's rows join them."""
     frames, names = [records], []
     for suffix, name in ROPE_VARIANTS.items():
-        sel = records[records["split"].isin([f"test_{suffix}", f"beyond_{suffix}"])]
+        sel = records[(records["pe"] == "rope") & records["split"].isin([f"test_{suffix}", f"beyond_{suffix}"])]
         if not sel.empty:
             frames.append(sel.assign(pe=name, split=sel["split"].str.replace(f"_{suffix}", "", regex=False)))
             names.append(name)

@@ -50,7 +50,12 @@ LengthModelConfig = ModelConfig  # the shared encoder config; the task decides b
 @dataclass(frozen=True)
 class LengthEvalConfig:
     batch_size: int = 256  # sequences per forward pass at evaluation
+    # randomized schemes: the test sequences of a length are split into this many groups, each placed at its
+    # own draw of positions (the same draws for every run); deterministic schemes are unaffected
+    position_draws: int = 8
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ValueError(f"length eval.batch_size must be >= 1, got {self.batch_size}")
+        if self.position_draws < 1:
+            raise ValueError(f"length eval.position_draws must be >= 1, got {self.position_draws}")

@@ -6,6 +6,12 @@ forcing), so an early mistake counts as it would in use.
 Rows: split ``test`` per length; ``in`` (lengths 1..N) and ``beyond`` (N+1..M) as means over their lengths,
 each length weighted equally.
 
+Randomized schemes (``pelab.positional.randomized``) place a row at a sorted subset of positions, drawn once
+for the whole row as in training; a generated row keeps its draw, each step reading its prefix. The test
+sequences of a length are split into ``eval.position_draws`` groups, group d placed at draw d of that row
+length (the randomized-PE reference averages over sub-batches the same way), so one draw's luck does not
+decide a length's score, and every run and scheme sees the same draws (runs stay paired).
+
 A ``rope`` model is also scored beyond N with two evaluation-time extensions of RoPE (no retraining), for a row
 of T tokens when the longest trained row had L:
 * position interpolation (Chen et al. 2023, https://arxiv.org/abs/2306.15595): positions m -> m·L/T, so every
@@ -23,7 +29,8 @@ from typing import Any
 
 import torch
 
-from pelab.positional.rope import RotaryPositionalEncoding
+from pelab.positional import scheme_of
+from pelab.positional.randomized import RandomizedPositions
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.length.data import LengthData
 from pelab.tasks.length.data.layout import encoder_rows
@@ -31,21 +38,31 @@ from pelab.tasks.length.model import LengthTransformer
 from pelab.training.loop import autocast
 
 
+def row_positions(model: LengthTransformer, length: int, draw: int, scale: float, device) -> torch.Tensor | None:
+    """(length,) positions of a row: draw ``draw`` of a randomized scheme (fixed per length and draw), else
+    ``scaled_positions`` (None: the model's own 0..length-1)."""
+    if isinstance(model.pe, RandomizedPositions):
+        return model.pe.sample_positions(length, device, draw=draw)
+    return scaled_positions(length, scale, device)
+
+
 @torch.no_grad()
-def predict_encoder(model: LengthTransformer, tokens: torch.Tensor, position_scale: float = 1.0) -> torch.Tensor:
-    """(B, T) rows with blank answer slots -> (B, T) argmax predictions."""
+def predict_encoder(model: LengthTransformer, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+    """(B, T) rows with blank answer slots, positions (T,) or None -> (B, T) argmax predictions."""
     with autocast(tokens.device):
-        return model(tokens, positions=scaled_positions(tokens.shape[1], position_scale, tokens.device)).argmax(-1)
+        return model(tokens, positions=positions).argmax(-1)
 
 
 @torch.no_grad()
-def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int, position_scale: float = 1.0) -> torch.Tensor:
-    """prompt (B, q+1) ending in SEP -> greedy answer (B, n_answer); one full forward per generated token."""
+def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
+             positions: torch.Tensor | None = None) -> torch.Tensor:
+    """prompt (B, q+1) ending in SEP -> greedy answer (B, n_answer); one full forward per generated token.
+    ``positions``: the whole row's (at least q + n_answer), each step reading its prefix; None: the model's own."""
     tokens = prompt
     for _ in range(n_answer):
-        positions = scaled_positions(tokens.shape[1], position_scale, tokens.device)
+        prefix = None if positions is None else positions[:tokens.shape[1]]
         with autocast(tokens.device):
-            next_token = model(tokens, positions=positions)[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+            next_token = model(tokens, positions=prefix)[:, -1].argmax(-1, keepdim=True)  # (B, 1)
         tokens = torch.cat([tokens, next_token], dim=1)
     return tokens[:, prompt.shape[1]:]
 
@@ -68,21 +85,27 @@ def rope_base(model: LengthTransformer, base: float):
 
 @torch.no_grad()
 def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Tensor, causal: bool,
-                  device: torch.device, batch_size: int, position_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per example: exact match (whole answer right) and token accuracy (share of answer tokens right)."""
+                  device: torch.device, batch_size: int, position_scale: float = 1.0,
+                  draws: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per example: exact match (whole answer right) and token accuracy (share of answer tokens right). The
+    examples are split into ``draws`` groups, group d placed at position draw d (``row_positions``)."""
     exact, accuracy = [], []
-    for start in range(0, len(sources), batch_size):
-        question, answer = data.problem.question_answer(sources[start:start + batch_size], data.config.n_symbols)
-        if causal:
-            tokens, _ = encoder_rows(question, answer[:, :0], data.config.n_symbols)  # question SEP
-            predicted = generate(model, tokens.to(device), answer.shape[1], position_scale).cpu()
-        else:
-            tokens, targets = encoder_rows(question, answer, data.config.n_symbols)
-            predicted = predict_encoder(model, tokens.to(device), position_scale).cpu()
-            predicted = predicted[:, targets.shape[1] - answer.shape[1]:]
-        correct = predicted == answer  # (B, a)
-        exact.append(correct.all(dim=1).float())
-        accuracy.append(correct.float().mean(dim=1))
+    for draw, group in enumerate(torch.tensor_split(sources, min(draws, len(sources)))):
+        for start in range(0, len(group), batch_size):
+            question, answer = data.problem.question_answer(group[start:start + batch_size], data.config.n_symbols)
+            if causal:
+                tokens, _ = encoder_rows(question, answer[:, :0], data.config.n_symbols)  # question SEP
+                positions = row_positions(model, tokens.shape[1] + answer.shape[1] - 1, draw, position_scale,
+                                          device)
+                predicted = generate(model, tokens.to(device), answer.shape[1], positions).cpu()
+            else:
+                tokens, targets = encoder_rows(question, answer, data.config.n_symbols)
+                positions = row_positions(model, tokens.shape[1], draw, position_scale, device)
+                predicted = predict_encoder(model, tokens.to(device), positions).cpu()
+                predicted = predicted[:, targets.shape[1] - answer.shape[1]:]
+            correct = predicted == answer  # (B, a)
+            exact.append(correct.all(dim=1).float())
+            accuracy.append(correct.float().mean(dim=1))
     return torch.cat(exact), torch.cat(accuracy)
 
 
@@ -100,9 +123,10 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             by_range.setdefault(where, {}).setdefault(metric, []).append(value)
 
     trained = row_length(data.config.train_max)
-    rope = isinstance(model.pe, RotaryPositionalEncoding)  # plain RoPE (a randomized one is a different class)
+    rope = scheme_of(model.pe) == "rope"  # by name: xpos and rand_rope are subclasses or wrappers of RoPE
+    draws = cfg.eval.position_draws
     for n, sources in sorted(data.splits["test"].items()):
-        scores = answer_scores(model, data, sources, causal, device, cfg.eval.batch_size)
+        scores = answer_scores(model, data, sources, causal, device, cfg.eval.batch_size, draws=draws)
         record("test", "in" if n <= data.config.train_max else "beyond", n, *scores)
         if rope and n > data.config.train_max:
             ratio = row_length(n) / trained  # > 1: how far past the trained rows

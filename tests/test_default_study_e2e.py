@@ -1,0 +1,53 @@
+"""The default study, end to end: `dvc repro` of the smoke profile with the default schemes (`pe=all`), every
+task, the default seeds, and the length study with the full profile's `length_tasks` and `length_schemes`, in a
+temporary copy of the repository. Every stage of the pipeline must run, and the report and `dvc metrics show`
+must name every scheme of every task. A scheme or task that breaks any stage of the default study fails here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_pipeline_e2e import copy_worktree, ran, run
+
+from pelab.compose import compose_params
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def study(repo_root, tmp_path_factory):
+    full = compose_params(repo_root / "conf", [])  # the defaults: pe=all, every task, five seeds, profile full
+    overrides = ["profile=smoke", f"length_tasks=[{','.join(full['length_tasks'])}]",
+                 f"length_schemes=[{','.join(full['length_schemes'])}]"]
+    dest = copy_worktree(repo_root, tmp_path_factory.mktemp("default_study") / "repo")
+    run(["pelab", "compose", *overrides, "--out", "params.yaml"], dest)
+    out = run(["dvc", "repro"], dest)
+    return dest, full, out
+
+
+def test_every_stage_of_the_default_study_runs(study):
+    project, full, out = study
+    stages = {line.split()[0] for line in run(["dvc", "stage", "list"], project).splitlines() if line.strip()}
+    n_main, n_length = len(full["tasks"]) * len(full["pe"]["schemes"]), len(full["length_tasks"]) * len(
+        full["length_schemes"])
+    assert len(stages) == len(full["tasks"]) + len(full["length_tasks"]) + 2 * (n_main + n_length) + 2
+    assert ran(out, "") == stages
+
+
+def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
+    project, full, _ = study
+    shown = run(["dvc", "metrics", "show"], project)
+    report = (project / "reports/report.md").read_text()
+    summary = json.loads((project / "reports/summary.json").read_text())
+    for tasks, schemes in ((full["tasks"], full["pe"]["schemes"]), (full["length_tasks"], full["length_schemes"])):
+        for task in tasks:
+            assert sorted(summary[task]) == sorted(schemes), task
+            for scheme in schemes:
+                assert f"reports/metrics/{task}/{scheme}.json" in shown
+                assert f"`{scheme}`" in report
+                metrics = json.loads((project / f"reports/metrics/{task}/{scheme}.json").read_text())
+                assert metrics and all(value is not None for value in metrics.values()), (task, scheme, metrics)
+    for line in report.splitlines():
+        if line.startswith("!["):
+            assert (project / "reports" / line.split("(")[1].rstrip(")")).exists(), line
