@@ -44,7 +44,7 @@ def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], 
     costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, vectorise=stack,
                        resume=Path(resume_root) / task_name / f"{scheme}.pt", save_every_s=save_every_s)
     for seed, cost in zip(seeds, costs):
-        together = f", {cost['seeds_together']} seeds together" if "seeds_together" in cost else ""
+        together = f", {cost['seeds_together']} seeds together" if cost["seeds_together"] > 1 else ""
         click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
                    f"{cost['wall_time_s']:.1f} s on {cost['device']}{together}")
 

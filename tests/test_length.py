@@ -168,13 +168,35 @@ def test_fire_keeps_the_sign_of_the_offset_in_the_encoder_and_interpolates_into_
     offsets = positions[:, None] - positions[None, :]
     assert torch.equal(torch.sign(x), torch.sign(offsets).float())
     assert float(x.abs().max()) <= 1.0
-    # the farthest key on each side of a query past the threshold maps to exactly ±1: longer contexts reuse the range
+    # the first key seen from a query past the threshold, and the last query seen from the first key, map to
+    # exactly ±1: longer contexts reuse the range
     assert x[49, 0] == pytest.approx(1.0, abs=1e-4) and x[10, 0] == pytest.approx(1.0, abs=1e-4)
-    assert x[0, 49] == pytest.approx(-1.0, abs=1e-4) and x[10, 49] == pytest.approx(-1.0, abs=1e-4)
+    assert x[0, 49] == pytest.approx(-1.0, abs=1e-4) and x[0, 10] == pytest.approx(-1.0, abs=1e-4)
     causal = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True, options={"threshold": 4.0})
     causal.load_state_dict(pe.state_dict())
     lower = torch.tril(torch.ones(50, 50, dtype=torch.bool))  # the keys a causal query sees: the same values
     assert torch.equal(causal.normalized_distance(positions, positions).detach()[lower], x[lower])
+
+
+def test_fire_bias_of_a_pair_does_not_depend_on_padding_after_the_last_key():
+    """A bidirectional batch padded to a longer row must give its real tokens the same bias (before: each side
+    was normalised by the batch's last key position, padding included)."""
+    from pelab.positional import build_positional_encoding
+
+    pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=False, options={"threshold": 2.0})
+    short, padded = pe.bias(torch.arange(7), torch.arange(7)), pe.bias(torch.arange(12), torch.arange(12))
+    assert torch.equal(short, padded[:, :7, :7])
+
+
+def test_fire_learns_its_threshold_through_a_multiplier_of_the_initial_one_as_the_reference_does():
+    from pelab.positional import build_positional_encoding
+
+    pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True, options={"threshold": 16.0})
+    names = dict(pe.named_parameters())
+    assert "threshold_multiplier" in names and float(names["threshold_multiplier"].detach()) == 1.0
+    assert float(pe.threshold) == 16.0 and "init_threshold" not in names  # a fixed buffer, never trained
+    pe.bias(torch.arange(30), torch.arange(30)).sum().backward()
+    assert names["threshold_multiplier"].grad is not None and float(names["threshold_multiplier"].grad) != 0.0
 
 
 @pytest.mark.parametrize("scheme", ["rand_sinusoidal", "rand_learned", "rand_rope"])

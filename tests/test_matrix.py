@@ -80,7 +80,7 @@ def test_pair_trains_on_every_path_reloads_and_evaluates_or_is_refused_in_one_li
         outs = [run_dir(tmp_path / path / "runs", task, scheme, seed) for seed in SEEDS]
         costs = train_runs(params, task, scheme, SEEDS, data, outs, device="cpu", vectorise=vectorise,
                            resume=tmp_path / path / "resume.pt")
-        assert [("seeds_together" in cost) for cost in costs] == [vectorise] * len(SEEDS)
+        assert [cost["seeds_together"] for cost in costs] == [len(SEEDS) if vectorise else 1] * len(SEEDS)
         histories[path] = [[row["loss"] for row in load_history(out)] for out in outs]
         assert all(math.isfinite(loss) for seed in histories[path] for loss in seed), histories[path]
         run = load_run(outs[1])  # the second seed: a stacking mistake shows there first
@@ -100,3 +100,18 @@ def load_history(out: Path) -> list[dict]:
     from pelab import io
 
     return io.read_csv(out / "history.csv")
+
+
+@pytest.mark.parametrize("task,held_out", [("copy", "test_loss"), ("reverse", "test_loss"),
+                                           ("translation", "val_loss")])
+def test_held_out_curves_are_named_for_the_split_they_are_computed_on(task, held_out, data_dirs, tmp_path):
+    """Copy and the length tasks have no validation split: their curve is on test sequences, and says so."""
+    params = parse_params(matrix_raw(task, "none"))
+    out = run_dir(tmp_path / "runs", task, "none", 0)
+    train_runs(params, task, "none", [0], data_dirs(task), [out], device="cpu", vectorise=False)
+    columns = set(load_history(out)[-1])
+    assert held_out in columns and not ({"val_loss", "test_loss"} - {held_out}) & columns
+    from pelab import io
+
+    records = io.read_jsonl(out / "train_records.jsonl")
+    assert [r["split"] for r in records if r["metric"] == "loss"] == [held_out.removesuffix("_loss")]

@@ -203,3 +203,23 @@ def test_comparison_table_compares_with_the_declared_reference_not_the_best():
     table, _ = comparison_table(records, "copy", ["none", "rope"], [("test", "exact_match", "exact match")],
                                 reference="sinusoidal")
     assert "not among this run's schemes" in table
+
+
+def test_the_cost_table_reports_per_run_time_and_says_when_seeds_trained_together():
+    import pandas as pd
+
+    from pelab.report.tables import cost_table
+
+    rows = []
+    for seed in range(5):
+        for scheme, wall, together in (("rope", 100.0, 5), ("none", 30.0, 1)):
+            for metric, value in (("wall_time_s", wall), ("tokens_per_s", 5000.0), ("peak_memory_mb", 900.0),
+                                  ("params_total", 10.0), ("params_without_positional", 10.0),
+                                  ("seeds_together", together)):
+                rows.append({"task": "copy", "pe": scheme, "seed": seed, "split": "train", "length": "all",
+                             "metric": metric, "value": value})
+    table = cost_table(pd.DataFrame(rows), "copy", ["rope", "none"], "cpu")
+    rope = next(line for line in table.splitlines() if line.startswith("| `rope`"))
+    none = next(line for line in table.splitlines() if line.startswith("| `none`"))
+    assert "5 seeds together" in rope and "| 20.0 |" in rope  # the stack's 100 s over its five runs
+    assert "one by one" in none and "| 30.0 |" in none

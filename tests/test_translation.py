@@ -495,6 +495,16 @@ def test_beam_search_does_not_return_the_empty_translation():
     assert greedy_decode(model, src, torch.tensor([6])) == [[A, D]]  # </s> is masked before the first token
 
 
+def test_beam_search_finishes_hypotheses_only_from_the_top_k_candidates_as_fairseq_and_hf_do():
+    """K = 1: after `A`, the candidates ranked are `A B` (0.30) then `A </s>` (0.24), outside the top 1, so `A`
+    is not finished there (fairseq: ``eos_mask[:, :beam_size]``; HF: ``beam_token_rank >= num_beams``); `A B </s>`
+    (0.18) is. Finishing from the whole top 2K would return `A`."""
+    table = {(): {A: 0.6, C: 0.4}, (A,): {B: 0.5, EOS_ID: 0.4, D: 0.1}, (A, B): {EOS_ID: 0.6, C: 0.4}}
+    model = MockSeq2Seq(lambda prefix: table.get(prefix, {EOS_ID: 1.0}))
+    src = torch.zeros(1, 3, dtype=torch.long)
+    assert beam_search(model, src, torch.tensor([6]), beam_size=1, length_penalty=0.0) == [[A, B]]
+
+
 def exhaustive_best(probs, vocab, limit, length_penalty):
     """Every hypothesis of up to ``limit`` tokens (</s> included, no special token, at least one word)."""
     words = [t for t in range(vocab) if t not in (PAD_ID, UNK_ID, BOS_ID, EOS_ID)]

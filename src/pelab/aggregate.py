@@ -115,7 +115,8 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
         curves.to_csv(tmp / "curves_per_seed.csv", index=False)
         for task, group in curve_means(curves, "loss").groupby("task", sort=False):
             group.drop(columns="task").to_csv(tmp / f"{task}_train_loss.csv", index=False)
-        if "val_loss" in curves:  # tasks that log a validation loss (translation)
-            logged = curves.dropna(subset=["val_loss"])
-            for task, group in curve_means(logged, "val_loss").groupby("task", sort=False):
-                group.drop(columns="task").to_csv(tmp / f"{task}_val_loss.csv", index=False)
+        for held_out in ("val_loss", "test_loss"):  # a validation split (translation) or test sequences (copy)
+            if held_out in curves:
+                logged = curves.dropna(subset=[held_out])
+                for task, group in curve_means(logged, held_out).groupby("task", sort=False):
+                    group.drop(columns="task").to_csv(tmp / f"{task}_{held_out}.csv", index=False)

@@ -9,12 +9,17 @@ L at ``threshold``; the paper's 0.1 and 512). Dividing by ψ(i) maps every query
 longer context reuses the interpolation range seen in training instead of unseen distances.
 
 The paper is causal (i ≥ j, positions from 0): ψ(i) is the query's farthest distance. In a bidirectional encoder
-keys also lie to the right, so this keeps the sign of i − j and normalises each side by its own extent:
+keys also lie to the right, so this keeps the sign of i − j and normalises by the pair's farther position:
 
-    x(i, j) = sign(i − j) · ψ(|i − j|) / ψ(max(L, e)),   e = i − j_min to the left, j_max − i to the right,
+    x(i, j) = sign(i − j) · ψ(|i − j|) / ψ(max(L, i − j₀, j − j₀)),   j₀ the first key position,
 
-(j_min, j_max: the first and last key positions; j_min = 0 gives the paper's ψ(max(L, i))). x ∈ [−1, 1], left
-and right stay distinguishable, and the causal case is exactly the paper's.
+so x ∈ [−1, 1], left and right stay distinguishable, and the causal case (j ≤ i, j₀ = 0) is exactly the paper's.
+The bias of a pair depends on the pair alone: padding after the last real key cannot change it.
+
+As in the reference code (mcleish7/arithmetic, ``cramming/architectures/embeddings.py``, class ``FIRE``), L is a
+fixed initial value times a learned multiplier (1 at the start), so Adam moves it on the multiplier's scale. The
+reference builds one FIRE module per attention layer; here one module serves every layer of a stack (as the
+schemes' bias slot does for T5), which the report states.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pelab.positional.base import PositionalEncoding
 class FIREOptions:
     mlp_width: int = 32  # hidden units of f_θ (the paper's 32)
     init_c: float = 0.1  # initial c of ψ(x) = log(c·x + 1)
-    threshold: float = 512.0  # initial L: queries closer to the start than L are normalised by ψ(L)
+    threshold: float = 512.0  # initial L (learned through a multiplier): pairs within L of the start use ψ(L)
 
     def __post_init__(self) -> None:
         if self.mlp_width < 1:
@@ -48,22 +53,26 @@ class FIREPositionalEncoding(PositionalEncoding):
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, n_heads))
         self.c = nn.Parameter(torch.tensor(float(init_c)))
-        self.threshold = nn.Parameter(torch.tensor(float(threshold)))
+        self.register_buffer("init_threshold", torch.tensor(float(threshold)))  # the reference's fixed init_L
+        self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))  # learned, as the reference's L_multiplier
+
+    @property
+    def threshold(self) -> torch.Tensor:
+        """L = |multiplier · initial L|."""
+        return (self.threshold_multiplier * self.init_threshold).abs()
 
     def psi(self, x: torch.Tensor) -> torch.Tensor:
         """ψ(x) = log(|c|·x + 1) for x ≥ 0 (|c| keeps ψ monotone whatever sign training gives c)."""
         return torch.log1p(self.c.abs() * x)
 
     def normalized_distance(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
-        """(Tq,), (Tk,) -> (Tq, Tk): sign(i − j)·ψ(|i − j|) / ψ(max(L, e)), i the query and j the key position,
-        e the query's extent on the key's side (module docstring)."""
+        """(Tq,), (Tk,) -> (Tq, Tk): sign(i − j)·ψ(|i − j|) / ψ(max(L, i − j₀, j − j₀)), i the query and j the key
+        position, j₀ the first key's (module docstring)."""
         i, j = q_pos.float()[:, None], k_pos.float()[None, :]
         distance = i - j
-        threshold = self.threshold.abs()
-        left = self.psi(torch.maximum(i - j.min(), threshold))  # (Tq, 1)
-        right = self.psi(torch.maximum(j.max() - i, threshold))  # (Tq, 1)
-        scale = torch.where(distance >= 0, left, right) + 1e-6  # (Tq, Tk)
-        return torch.sign(distance) * self.psi(distance.abs()) / scale
+        start = k_pos.float().min()
+        extent = torch.maximum(torch.maximum(i - start, j - start), self.threshold)  # (Tq, Tk)
+        return torch.sign(distance) * self.psi(distance.abs()) / (self.psi(extent) + 1e-6)
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         distance = self.normalized_distance(q_pos, k_pos)  # (Tq, Tk)

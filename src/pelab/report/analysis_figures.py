@@ -229,11 +229,11 @@ def attention_grid(weights: np.ndarray, labels: list[str], title: str, path: Pat
 
 
 def loss_curves(histories: pd.DataFrame, schemes: list[str], path: Path) -> Path:
-    """Training and held-out loss per scheme from per-seed histories (columns pe, seed, step, loss, val_loss):
+    """Training and held-out loss per scheme from per-seed histories (columns pe, seed, step, loss, test_loss):
     mean over seeds, band = min–max over seeds, log scale."""
     palette = scheme_palette()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    panels = (("loss", "training loss (batch mean)"), ("val_loss", "held-out loss (test split)"))
+    panels = (("loss", "training loss (batch mean)"), ("test_loss", "held-out loss (test split)"))
     for ax, (column, title) in zip(axes, panels):
         for scheme in schemes:
             sel = histories[histories["pe"] == scheme].dropna(subset=[column])

@@ -143,19 +143,27 @@ FIVE_SEEDS = (
 
 
 def cost_table(records: pd.DataFrame, task: str, schemes: list[str], devices: dict[str, str] | str) -> str:
-    """Parameters, time, throughput and peak memory per scheme, with the device each scheme trained on (one
-    process per run: on CPU the peak is that run's resident set, on CUDA the allocator's peak)."""
+    """Parameters, time, throughput and peak memory per scheme, with the device each scheme trained on and how
+    (its seeds stacked in one process, or one by one). The time per run of stacked seeds is the stack's time
+    divided by its seeds; throughput and peak memory are the training process's, all its seeds together."""
     if isinstance(devices, str):
         devices = {s: devices for s in schemes}
-    header = ["scheme", "device", "params (no position table)", "params (total)", "train time / run (s)", "tokens/s",
-              "peak memory (MB)"]
+    header = ["scheme", "device", "trained", "params (no position table)", "params (total)", "train time / run (s)",
+              "tokens/s (process)", "peak memory (MB, process)"]
     rows = []
     for scheme in schemes:
-        def mean(metric: str) -> float:
-            return summarize(seed_values(records, task, scheme, "train", metric))["mean"]
+        def mean(metric: str, default: float = math.nan) -> float:
+            values = seed_values(records, task, scheme, "train", metric)
+            return summarize(values)["mean"] if values else default
 
-        rows.append([f"`{scheme}`", devices.get(scheme, "?"), f"{mean('params_without_positional'):,.0f}",
-                     f"{mean('params_total'):,.0f}",
-                     f"{mean('wall_time_s'):.1f}", f"{mean('tokens_per_s'):,.0f}", f"{mean('peak_memory_mb'):.0f}"])
-    return markdown_table(header, rows) + ("\n\nTimes are means over seeds, training only (validation excluded); "
-                                           "evaluation ran on the same device as training.")
+        together = int(mean("seeds_together", 1.0))
+        rows.append([f"`{scheme}`", devices.get(scheme, "?"),
+                     f"{together} seeds together" if together > 1 else "one by one",
+                     f"{mean('params_without_positional'):,.0f}", f"{mean('params_total'):,.0f}",
+                     f"{mean('wall_time_s') / together:.1f}", f"{mean('tokens_per_s'):,.0f}",
+                     f"{mean('peak_memory_mb'):.0f}"])
+    return markdown_table(header, rows) + (
+        "\n\nTraining only (validation excluded), means over seeds; evaluation ran on the same device. Seeds "
+        "trained together share one process: its time is divided among them, while its throughput and peak "
+        "memory are those of all of them at once (on the CPU the process's resident set, on CUDA the allocator's "
+        "peak).")

@@ -4,7 +4,7 @@
 
     model.pt                 weights (CPU state dict)
     run.json                 task, scheme, seed, profile, the model section, the scheme's options, data info
-    history.csv              per logged step: step, loss, lr and the task's validation entries (val_loss)
+    history.csv              per logged step: step, loss, lr and the task's held-out loss (val_loss or test_loss)
     train_records.jsonl      tidy rows of the run's cost (split "train") and final validation loss
     position_snapshots.pt    (optional) the positional parameters at evenly spaced steps
 """

@@ -22,8 +22,10 @@ from pelab.training.loop import TrainResult, pick_device, train
 from pelab.training.seeding import seeded
 from pelab.training.vectorised import train_seeds
 
+# wall_time_s, tokens_per_s and peak_memory_mb are the training process's: all ``seeds_together`` seeds' when
+# they trained stacked (the time of one run alone is not measured then)
 COST_METRICS = ("params_total", "params_without_positional", "wall_time_s", "tokens_per_s", "peak_memory_mb",
-                "final_loss")
+                "final_loss", "seeds_together")
 
 
 def position_snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -84,13 +86,13 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
         return model
 
     def save(seed: int, model: torch.nn.Module, result: TrainResult, out_dir: str | Path, seconds: float) -> dict:
-        cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data)}
-        if stacked:
-            cost["seeds_together"] = len(seeds)  # wall time and tokens are the whole stack's
+        cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data),
+                "seeds_together": len(seeds) if stacked else 1}  # wall time and tokens are the whole stack's
         rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
-        if "val_loss" in result.history[-1]:
-            rows.append({"split": "val", "length": "all", "metric": "loss",
-                         "value": float(result.history[-1]["val_loss"])})
+        for key in ("val_loss", "test_loss"):  # the task's held-out curve, at the last step
+            if key in result.history[-1]:
+                rows.append({"split": key.removesuffix("_loss"), "length": "all", "metric": "loss",
+                             "value": float(result.history[-1][key])})
         ident = {"task": task_name, "pe": scheme, "seed": seed}
         with io.atomic_dir(out_dir) as tmp:
             torch.save(model.cpu().state_dict(), tmp / WEIGHTS)

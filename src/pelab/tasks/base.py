@@ -142,7 +142,8 @@ class Task(ABC):
         """The training loss."""
 
     def validation(self, cfg: TaskConfig, data: Any, device: torch.device) -> Callable[[nn.Module], dict] | None:
-        """Called at every log step: entries (e.g. ``val_loss``) added to the training history."""
+        """Called at every log step: entries added to the training history, ``val_loss`` on a validation split or
+        ``test_loss`` on test sequences (tasks without a validation split), named for what they are."""
         return None
 
     def train_summary(self, cfg: TaskConfig, data: Any) -> dict[str, float]:

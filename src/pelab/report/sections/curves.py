@@ -17,18 +17,18 @@ def _histories(ctx: ReportContext) -> pd.DataFrame:
 def section(ctx: ReportContext) -> list[str]:
     lines = ["### Training and held-out curves", ""]
     plots = ("`dvc plots show` and `dvc plots diff main <experiment>` overlay the per-scheme means of "
-             "`reports/plots/copy_train_loss.csv` and `copy_val_loss.csv` with the `overlay_schemes` template "
+             "`reports/plots/copy_train_loss.csv` and `copy_test_loss.csv` with the `overlay_schemes` template "
              "(colour = scheme, dash = revision).")
     histories = _histories(ctx)
     last = histories[histories["step"] == histories["step"].max()]
-    logged = [s for s in ctx.schemes if "val_loss" in last and last[last["pe"] == s]["val_loss"].notna().all()]
+    logged = [s for s in ctx.schemes if "test_loss" in last and last[last["pe"] == s]["test_loss"].notna().all()]
     if not logged:
-        return lines + ["These runs logged no held-out loss (trained before `val_loss` was recorded); the training "
-                        "loss is the figure in the copy section. " + plots, ""]
+        return lines + ["These runs logged no held-out loss; the training loss is the figure in the copy "
+                        "section. " + plots, ""]
     figures.loss_curves(histories, ctx.schemes, ctx.figure("copy_loss_curves.png"))
     final = {s: last[last["pe"] == s].sort_values("seed") for s in logged}
-    val = {s: summarize(f["val_loss"].tolist()) for s, f in final.items()}
-    gap = {s: summarize((f["val_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
+    val = {s: summarize(f["test_loss"].tolist()) for s, f in final.items()}
+    gap = {s: summarize((f["test_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
     best, worst = min(val, key=lambda s: val[s]["mean"]), max(val, key=lambda s: val[s]["mean"])
     widest = max(gap, key=gap.get)
     reading = (
@@ -36,7 +36,7 @@ def section(ctx: ReportContext) -> list[str]:
         f"lowest for `{best}` ({mean_sd_sci(val[best])}) and highest for `{worst}` ({mean_sd_sci(val[worst])}); "
         f"the largest gap between held-out and training loss is `{widest}`'s ({gap[widest]:+.1e}). The training "
         "loss is the mean over the last logged steps' batches, the held-out loss is on the first 256 sequences of "
-        "the test split, which no choice in training depends on. "
+        "the test split (the copy data has no validation split; no choice in training reads this curve). "
         + ("" if len(logged) == len(ctx.schemes) else
            f"Runs of {', '.join(f'`{s}`' for s in ctx.schemes if s not in logged)} logged no held-out loss. ")
         + plots

@@ -94,20 +94,21 @@ class LengthTask(Task):
         return length_loss
 
     def validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
+        # test sequences of the trained lengths, named for what they are (no choice in training reads the curve)
         held_out = [rows(data, sources[:VAL_PER_LENGTH], self.causal)
                     for n, sources in data.splits["test"].items() if n <= data.config.train_max]
 
         @torch.no_grad()
-        def val_loss(model: LengthTransformer) -> dict[str, float]:
+        def test_loss(model: LengthTransformer) -> dict[str, float]:
             model.eval()
             total = count = 0.0
             for tokens, targets in held_out:
                 with autocast(device):
                     loss, n = length_loss(model, (tokens.to(device), targets.to(device)))
                 total, count = total + float(loss) * int(n), count + int(n)
-            return {"val_loss": total / count}
+            return {"test_loss": total / count}
 
-        return val_loss
+        return test_loss
 
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.length.evaluate import evaluate

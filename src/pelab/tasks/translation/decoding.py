@@ -6,10 +6,10 @@ emit at least ``min_len`` (1) tokens before ``</s>`` and never emit ``<pad>``, `
 Decoding is incremental: each step feeds one token per hypothesis and reuses the cached keys and values of
 the earlier ones (``Seq2SeqTransformer.decode_step``; the schemes get the new token's explicit position).
 
-Beam search is the standard one (fairseq ``SequenceGenerator``, HF ``BeamSearchScorer``): each step ranks
-the 2K best extensions of the K live hypotheses; those ending in ``</s>`` are set aside as finished with the
-score ``log p / length ** length_penalty`` (length counts ``</s>``), and the K best others stay live, so a
-finished hypothesis never takes a live one's slot. A sentence stops when no live hypothesis can still beat
+Beam search follows fairseq's ``SequenceGenerator`` and HF's ``BeamSearchScorer``: each step ranks the 2K best
+extensions of the K live hypotheses; those ending in ``</s>`` among the top K are set aside as finished with
+the score ``log p / length ** length_penalty`` (length counts ``</s>``; an ``</s>`` ranked K+1..2K is dropped,
+as both do), and the K best others stay live, so a finished hypothesis never takes a live one's slot. A sentence stops when no live hypothesis can still beat
 its best finished one — log p only falls as a hypothesis grows, so the best a live hypothesis can reach is
 its log p over the largest normaliser it can still get (HF's ``early_stopping=False`` bound) — or when
 every hypothesis has reached the length limit. With a beam that holds every prefix, this is exhaustive
@@ -98,7 +98,7 @@ def beam_search(
         parent_row = rows[:, None] * k + top // vocab  # (B, 2K) rows of B·K
         token = top % vocab
         alive = torch.isfinite(top_scores) & ~done[:, None]
-        ends = alive & (token == EOS_ID)  # set aside as finished: they compete only with each other
+        ends = alive & (token == EOS_ID) & (rank < k)  # finished from the top K only, as fairseq and HF
         # the best finished candidate of this step, per sentence, against the best so far
         finished = torch.where(ends, _normalise(top_scores, step + 1, length_penalty), float("-inf"))
         step_best, step_pick = finished.max(dim=1)  # (B,)
