@@ -282,3 +282,23 @@ def test_cli_summary_prints_the_headline_table_or_one_line(tmp_path: Path) -> No
     assert lines[3].split()[:4] == ["rope", "0.910", "±", "0.010"]
     missing = CliRunner().invoke(main, ["summary", "--summary", str(tmp_path / "nothing.json")])
     assert missing.exit_code == 2 and missing.stderr.startswith("error: no summary at")
+
+
+def test_cli_summary_fits_120_columns_with_many_metrics(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from pelab import io
+    from pelab.aggregate import summary_table
+
+    metrics = ["bleu_beam", "bleu_greedy", "chrf_beam", "chrf_greedy", "nltk_bleu_beam", "nltk_char_bleu_beam"]
+    rows = [{"task": "translation", "pe": s, "seed": k, "split": split, "length": "all", "metric": m, "value": 20.0 + k}
+            for s in ("alibi_offset", "rope") for k in range(3) for split in ("test_2016_flickr", "test_2017_flickr")
+            for m in metrics]
+    io.write_json(tmp_path / "summary.json", summary_table(pd.DataFrame(rows)))
+    result = CliRunner().invoke(main, ["summary", "--summary", str(tmp_path / "summary.json")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 120, max(map(len, lines))
+    for split in ("test_2016_flickr", "test_2017_flickr"):
+        for m in metrics:
+            assert f"{split} {m}" in result.stdout

@@ -180,15 +180,35 @@ def summary(summary_path: str) -> None:
         seeds = max(stats["n"] for splits in schemes.values() for metrics in splits.values()
                     for stats in metrics.values())
         click.echo(f"{task} (mean ± sd over {seeds} seeds)")
-        click.echo(f"  {'scheme':12s}" + "".join(f"{f'{split} {metric}':>30s}" for split, metric in columns))
-        for scheme, splits in schemes.items():
-            cells = []
-            for split, metric in columns:
-                stats = splits.get(split, {}).get(metric)
-                sd = "–" if stats is None or stats["sd"] is None else f"{stats['sd']:.3f}"
-                cells.append("–" if stats is None else f"{stats['mean']:.3f} ± {sd}")
-            click.echo(f"  {scheme:12s}" + "".join(f"{c:>30s}" for c in cells))
+        cells = {scheme: [_cell(splits.get(split, {}).get(metric)) for split, metric in columns]
+                 for scheme, splits in schemes.items()}
+        titles = [f"{split} {metric}" for split, metric in columns]
+        widths = [max(len(t), *(len(row[i]) for row in cells.values())) + 2 for i, t in enumerate(titles)]
+        for block in _blocks(widths, SUMMARY_WIDTH - 16):  # as many columns as fit, then the next block
+            click.echo(f"  {'scheme':14s}" + "".join(f"{titles[i]:>{widths[i]}s}" for i in block))
+            for scheme, row in cells.items():
+                click.echo(f"  {scheme:14s}" + "".join(f"{row[i]:>{widths[i]}s}" for i in block))
 
+
+SUMMARY_WIDTH = 120  # the terminal width `pelab summary` fits, like `dvc metrics show`
+
+
+def _cell(stats: dict | None) -> str:
+    if stats is None:
+        return "–"
+    return f"{stats['mean']:.3f}" + ("" if stats["sd"] is None else f" ± {stats['sd']:.3f}")
+
+
+def _blocks(widths: list[int], room: int) -> list[list[int]]:
+    """Column indices in consecutive blocks whose widths sum to at most ``room`` (one column at least)."""
+    blocks, current, used = [], [], 0
+    for i, width in enumerate(widths):
+        if current and used + width > room:
+            blocks.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += width
+    return blocks + ([current] if current else [])
 
 if __name__ == "__main__":
     main()

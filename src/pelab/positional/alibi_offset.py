@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
-from pelab.positional.functional import relative_distances
+from pelab.positional.base import PositionalEncoding
+from pelab.positional.functional import alibi_slopes, relative_distances
 
 
-class OffsetALiBiPositionalEncoding(SymmetricALiBiPositionalEncoding):
+class OffsetALiBiPositionalEncoding(PositionalEncoding):
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)  # (H,)
+
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         offsets = relative_distances(q_pos, k_pos)  # (Tq, Tk): k_pos − q_pos
         distance = offsets.abs().float() - 0.5 * (offsets < 0).float()  # |i − j|, less 1/2 left of the query

@@ -1,0 +1,139 @@
+"""`dvc.yaml`'s code dependencies cover what each stage executes, computed from the source: the import closure
+of the stage's script, so an edit to any module a stage runs re-runs that stage (a drift fails here).
+
+What a stage executes, read from the imports (module level and inside functions, never ``if TYPE_CHECKING``):
+
+* a task's ``evaluate`` method imports its evaluation code: followed for evaluation stages only (training
+  stages must not depend on it: editing evaluation never retrains);
+* ``pelab.config`` validates the whole study when params load (every scheme of every task can be built): a
+  check that shapes no stage's outputs, so its function-level imports are not followed;
+* the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only
+  the stage's scheme's is followed (and ``none``, the cross-attention scheme);
+* the task registry loads task classes by name: the stage's task's module is added.
+
+A stage without a task or scheme (aggregate, report) may reach any of them.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pelab.compose import compose_params
+from pelab.positional import scheme_names
+from pelab.tasks import get_task, task_names
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+SCHEME_MODULES = {f"pelab.positional.{name}" for name in scheme_names()}  # a scheme's module is named like it
+
+
+def module_file(name: str) -> Path | None:
+    """src/pelab/a/b.py or src/pelab/a/b/__init__.py for ``pelab.a.b``; stages/_common.py for ``_common``."""
+    if name == "_common":
+        return ROOT / "stages/_common.py"
+    base = SRC / Path(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.exists():
+            return path
+    return None
+
+
+def imports(path: Path, evaluation: bool) -> set[str]:
+    """The pelab modules ``path`` imports (and ``_common``), with their parent packages."""
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        evaluate_method = isinstance(node, ast.FunctionDef) and node.name == "evaluate" and not evaluation
+        validation = isinstance(node, ast.FunctionDef) and path == SRC / "pelab/config.py"
+        if type_checking or evaluate_method or validation:
+            skip |= {id(n) for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]  # a name may be a submodule
+        else:
+            continue
+        for name in names:
+            if name == "_common" or name.startswith("pelab"):
+                parts = name.split(".")
+                found |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return {name for name in found if module_file(name) is not None}
+
+
+def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool) -> set[Path]:
+    schemes = set(scheme_names()) if scheme is None else {scheme, "none"}
+    wanted_schemes = {f"pelab.positional.{s}" for s in schemes}
+    tasks = task_names() if task is None else [task]
+    todo = [script] + [module_file(type(get_task(t)).__module__) for t in tasks]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in imports(path, evaluation):
+            if name in SCHEME_MODULES and name not in wanted_schemes and path.name == "registry.py":
+                continue  # the registry lists every scheme; the stage builds only its own
+            todo.append(module_file(name))
+    return seen
+
+
+def resolved_stages() -> list[tuple[str, dict, dict]]:
+    """(name, stage definition with ${item…} filled in, item) for every stage of dvc.yaml at the full profile."""
+    params = compose_params(ROOT / "conf", [])
+    context = {"tasks": params["tasks"], "pe.schemes": params["pe"]["schemes"], "length_tasks": params["length_tasks"],
+               "length_schemes": params["length_schemes"], "seeds": params["seeds"]}
+    out = []
+    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
+        if "foreach" in stage:
+            items = [{"": value} for value in context[stage["foreach"].strip("${}")]]
+            body = stage["do"]
+        elif "matrix" in stage:
+            keys = list(stage["matrix"])
+            values = [context[stage["matrix"][k].strip("${}")] for k in keys]
+            items = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+            body = {k: v for k, v in stage.items() if k != "matrix"}
+        else:
+            items, body = [{}], stage
+        for item in items:
+            text = yaml.safe_dump(body)
+            for key, value in item.items():
+                text = text.replace("${item}" if key == "" else f"${{item.{key}}}", str(value))
+            out.append((name, yaml.safe_load(text), item))
+    return out
+
+
+STAGES = resolved_stages()
+
+
+@pytest.mark.parametrize("name,stage,item", STAGES, ids=[f"{n}-{'-'.join(map(str, i.values()))}" for n, _, i in STAGES])
+def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name, stage, item):
+    script = ROOT / stage["cmd"].split()[1]
+    task = item.get("task", item.get(""))
+    scheme = item.get("scheme")
+    evaluation = not name.startswith(("train", "prepare"))
+    deps = [ROOT / d for d in stage.get("deps", [])]
+    missing = sorted(str(path.relative_to(ROOT)) for path in closure(script, task, scheme, evaluation)
+                     if not any(path == dep or dep in path.parents for dep in deps))
+    assert not missing, f"{name} {item}: add to its deps in dvc.yaml: {missing}"
+
+
+def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_evaluation():
+    found = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "reverse", "rand_rope", False)}
+    assert {"src/pelab/positional/rand_rope.py", "src/pelab/positional/rope.py", "src/pelab/positional/randomized.py",
+            "src/pelab/positional/registry.py", "stages/_common.py"} <= found
+    assert "src/pelab/positional/fire.py" not in found and "src/pelab/tasks/length/evaluate.py" not in found
+    assert "src/pelab/tasks/copy/evaluate.py" in {
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/evaluate.py", "copy", "rope", True)}
+    assert "src/pelab/tasks/copy/evaluate.py" not in {
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "copy", "rope", False)}
