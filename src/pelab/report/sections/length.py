@@ -115,8 +115,10 @@ def section(ctx: ReportContext) -> list[str]:
     if randomized:
         notes.append(", ".join(f"`{s}`" for s in randomized) + " give a sequence of length T a sorted random "
                      f"subset of T positions from [0, {cfg.options(randomized[0]).max_position}) in training "
-                     "(Ruoss et al. 2023) and at evaluation too, drawn once per length with a fixed generator, so "
-                     "every run is scored at the same positions.")
+                     "(Ruoss et al. 2023) and at evaluation too: a row keeps one draw (a generated answer reads "
+                     "its prefix at every step), and the test sequences of each length are split into "
+                     f"{cfg.eval.position_draws} groups, each at its own fixed draw, so one draw's luck does not "
+                     "decide a length's score and every run is scored at the same positions.")
     return [
         "## Length generalisation",
         "",
