@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 from collections.abc import Sequence
 
 from scipy import stats as _scipy_stats

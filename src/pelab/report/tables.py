@@ -17,6 +17,7 @@ from pelab.stats import (
     summarize,
 )
 
+
 def seed_values(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> list[float]:
     sel = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == split)
                   & (records["metric"] == metric) & (records["length"] == "all")]
@@ -137,7 +138,8 @@ FIVE_SEEDS = (
     "differences, which five values cannot check. Intervals are Student-t over seeds, clipped to the metric's "
     "range; they assume roughly normal seed values, and for values piled against a bound (exact match near 1) "
     "their coverage drops to about 90% (simulated, `tests/test_stats.py`). They describe the spread of these "
-    "seeds' runs, not of other data or model sizes. Differences smaller than the seed-to-seed sd should be read as ties; a ranking "
+    "seeds' runs, not of other data or model sizes. Differences smaller than the seed-to-seed sd should be read "
+    "as ties; a ranking "
     "among them is not evidence."
 )
 
