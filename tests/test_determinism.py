@@ -104,3 +104,18 @@ def test_evaluation_runs_on_the_requested_device(tmp_path, monkeypatch):
     evaluate_run(params, tmp_path / "run", tmp_path / "data", tmp_path / "eval", device="cuda:1")
     assert asked == ["cuda:1"] and moved and set(moved) == {"cpu"}  # the picked device, not left where loaded
     assert io.read_json(tmp_path / "eval" / "device.json") == {"device": "cpu", "name": "cpu"}
+
+
+def test_deterministic_algorithms_are_switched_on_without_importing_inductor():
+    """What every training stage sets: torch's deterministic mode (warn only), the same flags as the public
+    ``torch.use_deterministic_algorithms``, without its import of torch._inductor (~2 s of each stage's start)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from pelab.training.loop import use_deterministic_algorithms\n"
+            "use_deterministic_algorithms()\n"
+            "print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),"
+            " 'torch._inductor' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "False"]

@@ -683,3 +683,50 @@ def test_prepared_splits_load_without_hf_datasets_and_equal_what_datasets_reads(
     for split in reference:
         for column in ("fr", "en", "src_ids", "tgt_ids"):
             assert data.column(split, column) == list(reference[split][column]), (split, column)
+
+
+def test_eval_splits_scores_only_the_listed_test_sets(multi30k_dir, repo_root, tmp_path):
+    """``translation.eval.splits`` (the quick profile's test_2016_flickr only): the listed split is decoded and
+    scored exactly as when every split is, the other is not touched; an unknown or empty list is refused at load,
+    in one line naming the value and the valid splits."""
+    import dataclasses
+
+    from pelab.compose import compose_params
+    from pelab.config import load_params
+    from pelab.runner.evaluate import evaluate_run
+    from pelab.runner.train import train_run
+    from pelab.tasks import get_task
+
+    raw = compose_params(repo_root / "conf", ["profile=smoke", "pe.schemes=[rope]", "seeds=[0]",
+                                              "tasks=[translation]", "length_tasks=[]"])
+    raw["translation"]["data"].update(search_dirs=[str(multi30k_dir)], train_sentences=120, test_sentences=6)
+    raw["translation"]["train"].update(steps=3, log_every=3, val_sentences=8)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    params = load_params(tmp_path / "params.yaml")
+    data, run = tmp_path / "data", tmp_path / "run"
+    get_task("translation").prepare(params.task("translation"), data)
+    train_run(params, "translation", "rope", 0, data, run, device="cpu")
+
+    cfg = params.task("translation")
+    only = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, splits=("test_2016_flickr",)))
+    subset = dataclasses.replace(params, task_configs={**params.task_configs, "translation": only})
+    every = evaluate_run(params, run, data, tmp_path / "every", device="cpu")
+    listed = evaluate_run(subset, run, data, tmp_path / "listed", device="cpu")
+
+    def scores(rows):
+        return {(r["split"], r["length"], r["metric"]): r["value"] for r in rows if "time" not in r["metric"]}
+
+    assert {r["split"] for r in listed} == {"test_2016_flickr", "eval"}
+    assert scores(listed) == {k: v for k, v in scores(every).items() if k[0] == "test_2016_flickr"}
+    assert io.read_json(tmp_path / "listed/eval_meta.json")["eval_splits"] == ["test_2016_flickr"]
+    assert not (tmp_path / "listed/hyps/test_2017_flickr.beam.en").exists()
+
+    raw["translation"]["eval"]["splits"] = ["test_2018_flickr"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match=r"unknown translation.eval.splits \['test_2018_flickr'\] for corpus "
+                                         r"'multi30k'; valid choices: test_2016_flickr, test_2017_flickr"):
+        load_params(tmp_path / "params.yaml")
+    raw["translation"]["eval"]["splits"] = []
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="translation.eval.splits must list distinct split names"):
+        load_params(tmp_path / "params.yaml")

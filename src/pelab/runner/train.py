@@ -18,7 +18,7 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.live import live_logger
 from pelab.tasks import get_task
 from pelab.training.accounting import run_cost
-from pelab.training.loop import TrainResult, pick_device, train
+from pelab.training.loop import TrainResult, pick_device, train, use_deterministic_algorithms
 from pelab.training.seeding import seeded
 from pelab.training.vectorised import train_seeds
 
@@ -67,7 +67,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     data = task.load_data(Path(data_dir))
     info = task.data_info(data)
     options = cfg.options(scheme)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    use_deterministic_algorithms()
     validate = task.validation(cfg, data, dev)
     on_log = (lambda step, m: validate(m)) if validate else None
     snapshot = position_snapshot if cfg.train.checkpoints > 0 else None

@@ -44,6 +44,17 @@ def prepare_device(device: torch.device) -> None:
         torch.backends.cudnn.allow_tf32 = True
 
 
+def use_deterministic_algorithms() -> None:
+    """``torch.use_deterministic_algorithms(True, warn_only=True)`` without the import of ``torch._inductor`` that
+    the public function makes to set inductor's own flag (about 2 s per process with torch 2.13, i.e. per
+    training stage; training never compiles). Falls back to the public function where the private one is gone."""
+    set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if set_flag is None:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    else:
+        set_flag(True, warn_only=True)
+
+
 def amp_dtype(device: torch.device) -> torch.dtype | None:
     """The autocast dtype for ``device``: bf16 where the GPU supports it natively, fp16 on older GPUs (which
     then needs a gradient scaler), None (full fp32) on the CPU."""

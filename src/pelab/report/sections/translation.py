@@ -206,7 +206,9 @@ def section(ctx: ReportContext) -> list[str]:
         + (f", and so are those whose French source has more than {cfg.data.train_max_source_words} words "
            "(translation beyond its lengths: the BLEU-by-source-length figure shows the longer buckets the models "
            "never trained on)" if cfg.data.train_max_source_words is not None else "")
-        + f"; test splits are scored whole. One joint French+English BPE vocabulary "
+        + f"; test splits are scored whole ({', '.join(splits)}"
+        + (" only: `translation.eval.splits` of this profile" if cfg.eval.splits is not None else "")
+        + "). One joint French+English BPE vocabulary "
         f"of {vocab} tokens (HF `tokenizers`). Encoder-decoder: {m.encoder_layers}+{m.decoder_layers} pre-LN layers, "
         f"d = {m.d_model}, {m.n_heads} heads, FFN {m.d_ff}, dropout {m.dropout:g}. {t.steps} AdamW steps of "
         f"{t.batch_size} sentence pairs (≈ {stats.get('epochs', float('nan')):.1f} epochs), peak lr {t.lr:g}, "

@@ -118,8 +118,16 @@ class TranslationEvalConfig:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     length_buckets: tuple[int, ...] = (10, 15, 20)  # upper bounds (source words) of BLEU-by-length buckets
     examples: tuple[int, ...] = (0, 1, 2)  # indices into the first evaluation split shown in the report
+    # the corpus's test splits to decode and score, a subset in the corpus's order (None = all of them); the
+    # first evaluated one is the headline. The quick profile scores test_2016_flickr only.
+    splits: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.splits is not None:
+            object.__setattr__(self, "splits", tuple(str(s) for s in self.splits))
+            if not self.splits or len(set(self.splits)) != len(self.splits):
+                raise ValueError(f"translation.eval.splits must list distinct split names or be null (= all), "
+                                 f"got {list(self.splits)}")
         if not isinstance(self.decode, DecodeConfig):
             object.__setattr__(self, "decode", from_dict(DecodeConfig, self.decode, "translation.eval.decode"))
         object.__setattr__(self, "length_buckets", tuple(int(b) for b in self.length_buckets))

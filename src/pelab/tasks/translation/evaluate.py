@@ -55,7 +55,8 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
     rows, examples = [], []
     signatures: dict[str, str] = {}
     counts: dict[str, dict[str, int]] = {}
-    for split in data.eval_splits:
+    splits = [s for s in data.eval_splits if cfg.eval.splits is None or s in cfg.eval.splits]
+    for split in splits:
         sources, refs, words = data.ids(split, "src_ids"), data.text(split, "en"), data.text(split, "fr")
         n_beam = len(sources) if decode_cfg.beam_sentences is None else min(decode_cfg.beam_sentences, len(sources))
         _write_lines(out_dir / "refs" / f"{split}.en", refs)
@@ -81,7 +82,7 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
                 if chosen:
                     bleu, _ = sacrebleu_score([hyps[i] for i in chosen], [refs[i] for i in chosen])
                     rows.append({"split": split, "length": label, "metric": f"bleu_{decoding}", "value": bleu})
-        if split == data.eval_splits[0]:
+        if split == splits[0]:
             for index in cfg.eval.examples:
                 if index < n_beam:
                     examples.append({"split": split, "index": index, "source": words[index],
@@ -90,6 +91,6 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
     io.write_jsonl(out_dir / "examples.jsonl", examples)
     io.write_json(out_dir / "eval_meta.json", {
         "signatures": signatures, "sentences": counts, "decode": to_dict(decode_cfg), "length_buckets": labels,
-        "corpus": data.meta.get("corpus"), "eval_splits": data.eval_splits, "max_positions": capacity,
+        "corpus": data.meta.get("corpus"), "eval_splits": splits, "max_positions": capacity,
     })
     return rows

@@ -109,6 +109,16 @@ class TranslationTask(Task):
     key_metrics = {"bleu": (_first, "bleu_beam"), "chrf": (_first, "chrf_beam"),
                    "bleu17": (("test_2017_flickr",), "bleu_beam")}
 
+    def check(self, cfg: TaskConfig) -> None:
+        super().check(cfg)
+        from pelab.tasks.translation.data.corpora import EVAL_SPLITS
+
+        valid = EVAL_SPLITS[cfg.data.corpus]
+        unknown = [s for s in cfg.eval.splits or () if s not in valid]
+        if unknown:
+            raise ValueError(f"unknown translation.eval.splits {unknown} for corpus {cfg.data.corpus!r}; valid "
+                             f"choices: {', '.join(valid)}")
+
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         translation_data.prepare(cfg.data, out_dir)
 

@@ -32,6 +32,8 @@ def _iwslt2017(data: TranslationDataConfig) -> ParallelCorpus:
     return ParallelCorpus(iwslt.load_iwslt2017(), iwslt.EVAL_SPLITS, {"source": f"{iwslt.HUB_ID}:{iwslt.HUB_CONFIG}"})
 
 
+EVAL_SPLITS: dict[str, tuple[str, ...]] = {"multi30k": multi30k.EVAL_SPLITS, "iwslt2017": iwslt.EVAL_SPLITS}
+
 CORPORA: dict[str, Callable[[TranslationDataConfig], ParallelCorpus]] = {
     "multi30k": _multi30k,
     "iwslt2017": _iwslt2017,
