@@ -19,6 +19,7 @@ from pelab.config import Params
 from pelab.runner.checkpoint import run_dir
 from pelab.stats import metric_summary
 from pelab.tasks import get_task
+from pelab.tasks.base import HELD_OUT_LOSSES
 
 RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
 
@@ -115,7 +116,7 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
         curves.to_csv(tmp / "curves_per_seed.csv", index=False)
         for task, group in curve_means(curves, "loss").groupby("task", sort=False):
             group.drop(columns="task").to_csv(tmp / f"{task}_train_loss.csv", index=False)
-        for held_out in ("val_loss", "test_loss"):  # a validation split (translation) or test sequences (copy)
+        for held_out in HELD_OUT_LOSSES:  # a validation split (translation) or test sequences (copy, length)
             if held_out in curves:
                 logged = curves.dropna(subset=[held_out])
                 for task, group in curve_means(logged, held_out).groupby("task", sort=False):

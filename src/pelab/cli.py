@@ -210,5 +210,6 @@ def _blocks(widths: list[int], room: int) -> list[list[int]]:
         used += width
     return blocks + ([current] if current else [])
 
+
 if __name__ == "__main__":
     main()

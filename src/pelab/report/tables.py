@@ -139,8 +139,7 @@ FIVE_SEEDS = (
     "range; they assume roughly normal seed values, and for values piled against a bound (exact match near 1) "
     "their coverage drops to about 90% (simulated, `tests/test_stats.py`). They describe the spread of these "
     "seeds' runs, not of other data or model sizes. Differences smaller than the seed-to-seed sd should be read "
-    "as ties; a ranking "
-    "among them is not evidence."
+    "as ties; a ranking among them is not evidence."
 )
 
 

@@ -17,6 +17,7 @@ from pelab.positional import PositionalEncoding, check_scheme
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.live import live_logger
 from pelab.tasks import get_task
+from pelab.tasks.base import HELD_OUT_LOSSES
 from pelab.training.accounting import run_cost
 from pelab.training.loop import TrainResult, pick_device, train, use_deterministic_algorithms
 from pelab.training.seeding import seeded
@@ -89,7 +90,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
         cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data),
                 "seeds_together": len(seeds) if stacked else 1}  # wall time and tokens are the whole stack's
         rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
-        for key in ("val_loss", "test_loss"):  # the task's held-out curve, at the last step
+        for key in HELD_OUT_LOSSES:  # the task's held-out curve, at the last step
             if key in result.history[-1]:
                 rows.append({"split": key.removesuffix("_loss"), "length": "all", "metric": "loss",
                              "value": float(result.history[-1][key])})

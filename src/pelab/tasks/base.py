@@ -50,6 +50,10 @@ class TaskConfig:
         return self.positional.get(scheme) or scheme_options(scheme)
 
 
+# the held-out curves a task's ``validation`` may log, named for what they are computed on
+HELD_OUT_LOSSES = ("val_loss", "test_loss")
+
+
 class Task(ABC):
     """One task of the study. Subclasses set the class attributes and implement the abstract methods."""
 
@@ -142,8 +146,8 @@ class Task(ABC):
         """The training loss."""
 
     def validation(self, cfg: TaskConfig, data: Any, device: torch.device) -> Callable[[nn.Module], dict] | None:
-        """Called at every log step: entries added to the training history, ``val_loss`` on a validation split or
-        ``test_loss`` on test sequences (tasks without a validation split), named for what they are."""
+        """Called at every log step: entries added to the training history, one of ``HELD_OUT_LOSSES``: ``val_loss``
+        on a validation split or ``test_loss`` on test sequences (tasks without a validation split)."""
         return None
 
     def train_summary(self, cfg: TaskConfig, data: Any) -> dict[str, float]:

@@ -12,8 +12,8 @@ the score ``log p / length ** length_penalty`` (length counts ``</s>``; an ``</s
 as both do), and the K best others stay live, so a finished hypothesis never takes a live one's slot.
 A sentence stops when no live hypothesis can still beat its best finished one — log p only falls as a
 hypothesis grows, so the best a live hypothesis can reach is its log p over the largest normaliser it can still
-get (HF's ``early_stopping=False`` bound) — or when every hypothesis has reached the length limit. With a beam that holds every prefix, this is exhaustive
-search of the normalised score (a test checks it).
+get (HF's ``early_stopping=False`` bound) — or when every hypothesis has reached the length limit. With a beam
+that holds every prefix, this is exhaustive search of the normalised score (a test checks it).
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ class ParallelCorpus:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
+# each corpus's test splits in report order (the first is the headline); translation.eval.splits picks among them
+EVAL_SPLITS: dict[str, tuple[str, ...]] = {"multi30k": multi30k.EVAL_SPLITS, "iwslt2017": iwslt.EVAL_SPLITS}
+
+
 def _multi30k(data: TranslationDataConfig) -> ParallelCorpus:
     splits, checksums = multi30k.load_multi30k(data.search_dirs, allow_download=data.download, download_dir=data.download_dir)
     return ParallelCorpus(splits, multi30k.EVAL_SPLITS, {"source": multi30k.BASE_URL, "sha256": checksums})
@@ -31,8 +35,6 @@ def _multi30k(data: TranslationDataConfig) -> ParallelCorpus:
 def _iwslt2017(data: TranslationDataConfig) -> ParallelCorpus:
     return ParallelCorpus(iwslt.load_iwslt2017(), iwslt.EVAL_SPLITS, {"source": f"{iwslt.HUB_ID}:{iwslt.HUB_CONFIG}"})
 
-
-EVAL_SPLITS: dict[str, tuple[str, ...]] = {"multi30k": multi30k.EVAL_SPLITS, "iwslt2017": iwslt.EVAL_SPLITS}
 
 CORPORA: dict[str, Callable[[TranslationDataConfig], ParallelCorpus]] = {
     "multi30k": _multi30k,
