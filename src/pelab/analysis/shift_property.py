@@ -50,7 +50,9 @@ def shift_per_pair_loop(table: torch.Tensor, phi: float, base: float = 10000.0) 
     out = torch.empty_like(table)
     for k in range(table.shape[1] // 2):
         pair = table[:, 2 * k : 2 * k + 2]  # (T, 2): [sin, cos]
-        out[:, 2 * k : 2 * k + 2] = pair @ pair_rotation(w[k], phi).T
+        m = pair_rotation(w[k], phi)  # (2, 2)
+        # pair @ m.T written out (column j = sin·m[j, 0] + cos·m[j, 1]): elementwise, no BLAS call on a strided view
+        out[:, 2 * k : 2 * k + 2] = pair[:, :1] * m[:, 0] + pair[:, 1:] * m[:, 1]
     return out
 
 
