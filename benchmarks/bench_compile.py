@@ -5,7 +5,7 @@
 The pipeline does not compile (README, "Device policy"): on the 2-core CPU it gains nothing. On a GPU a
 stacked step is bound by kernel launches (``benchmarks/results/gpu_h100.md``), which is what compiling removes,
 so this measures it there before it becomes an option. For each study, rope, the real training code
-(``training.vectorised.train_seeds`` with and without ``compile_step``), the profile's model and batch sizes:
+(``training.loop.train``, its vmapped step through ``torch.compile`` or not), the profile's model and batch sizes:
 the compile time (first run), then ``--steps`` steps of each, the better of two alternated rounds, and the final
 losses of both (they should agree to float tolerance). Every batch has one shape (translation: 16 tokens); real
 translation batches vary in length, which costs recompilations (dynamic shapes) that this leaves out.
@@ -14,16 +14,31 @@ translation batches vary in length, which costs recompilations (dynamic shapes) 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import click
 import torch
 from _common import device_name, wall_s, write_results
 from bench_seeds import SIZES, batches, build
 
+import pelab.training.stacking as stacking
 from pelab.config import TrainConfig
 from pelab.tasks.copy.task import copy_loss
 from pelab.tasks.translation.task import make_loss
-from pelab.training.vectorised import train_seeds
+from pelab.training.loop import train
+
+
+@contextmanager
+def compiled_step(on: bool):
+    """While open, the stacked step that ``training.stacking.SeedStack`` builds with ``vmap`` is compiled (the
+    pipeline itself never compiles)."""
+    vmap = stacking.vmap
+    if on:
+        stacking.vmap = lambda *args, **kwargs: torch.compile(vmap(*args, **kwargs))
+    try:
+        yield
+    finally:
+        stacking.vmap = vmap
 
 
 def measure(study: str, size: dict, seeds: int, steps: int, device: torch.device) -> dict:
@@ -35,7 +50,8 @@ def measure(study: str, size: dict, seeds: int, steps: int, device: torch.device
 
     def fit(compiled: bool) -> float:
         models = [build(study, "rope", size, s) for s in range(seeds)]
-        results = train_seeds(models, data, loss, cfg, device, pad_values=pad, compile_step=compiled, desc=study)
+        with compiled_step(compiled):
+            results = train(models, data, loss, cfg, device, pad_values=pad, desc=study)
         return results[0].history[-1]["loss"]
 
     tick = time.perf_counter()

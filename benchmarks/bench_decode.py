@@ -49,7 +49,7 @@ def copy_model(size: dict, device: torch.device) -> torch.nn.Module:
         tgt = pad_sequences([[1, *s] for s in batch])  # <s> + the source + </s>
         return src, tgt[:, :-1], tgt[:, 1:]
 
-    train(model, next_batch, make_loss(0.0), TrainConfig(steps=size["steps"], batch_size=64, lr=1e-3,
+    train([model], [next_batch], make_loss(0.0), TrainConfig(steps=size["steps"], batch_size=64, lr=1e-3,
           warmup_steps=30, log_every=max(1, size["steps"])), device, desc="fit the copy model")
     return model
 

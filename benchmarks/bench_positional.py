@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 from _common import device_name, wall_s, write_results
 
+from pelab.device import autocast
 from pelab.positional import scheme_names, scheme_options
 from pelab.positional.functional import rope_angles, rope_rotate, rope_rotation_matrices
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
-from pelab.training.loop import autocast
 
 
 def _options(scheme: str, seq: int):

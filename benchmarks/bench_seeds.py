@@ -1,5 +1,5 @@
-"""Five seeds trained together (``pelab.training.vectorised``) against the same five trained one after another
-(``pelab.training.loop.train``), side by side in one run.
+"""Five seeds trained together (``pelab.training.loop.train``, stacked) against the same five trained one
+after another (one seed per call of the same function), side by side in one run.
 
     python benchmarks/bench_seeds.py [--device cpu|cuda] [--size quick|full] [--steps N] [--smoke] [--out FILE]
 
@@ -30,7 +30,6 @@ from pelab.tasks.translation.config import Seq2SeqConfig
 from pelab.tasks.translation.model import build_seq2seq_model
 from pelab.tasks.translation.task import make_loss
 from pelab.training.loop import train
-from pelab.training.vectorised import train_seeds
 
 SCHEMES = ("sinusoidal", "rope", "alibi", "t5")
 SIZES = {  # the profiles' model and batch sizes (conf/profile/*.yaml)
@@ -79,11 +78,11 @@ def measure(study: str, scheme: str, size: dict, seeds: int, steps: int, device:
     def sequential() -> None:
         models = fresh.pop()
         for s in range(seeds):
-            train(models[s], data[s], loss, cfg, device, desc="sequential")
+            train([models[s]], [data[s]], loss, cfg, device, desc="sequential")
 
     def vectorised() -> None:
-        train_seeds(fresh.pop(), data, loss, cfg, device, pad_values=None if study == "copy" else (0, 0, 0),
-                    desc="vectorised")
+        train(fresh.pop(), data, loss, cfg, device, pad_values=None if study == "copy" else (0, 0, 0),
+              desc="vectorised")
 
     times: dict[str, list[float]] = {"sequential": [], "vectorised": []}
     for i in range(rounds + 1):  # the first round warms up (allocator, kernels) and is dropped

@@ -22,12 +22,12 @@ import torch
 import torch.nn.functional as F
 from _common import device_name, wall_s, write_results
 
+from pelab.device import autocast
 from pelab.positional import scheme_options
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
 from pelab.tasks.translation.config import Seq2SeqConfig
 from pelab.tasks.translation.model import build_seq2seq_model
-from pelab.training.loop import autocast
 
 SCHEMES = ("sinusoidal", "rope", "alibi", "t5")
 

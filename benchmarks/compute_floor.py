@@ -58,10 +58,10 @@ def step_flops_and_ms(study: str, size: dict, steps: int, device: torch.device) 
 
     counter = FlopCounterMode(display=False)
     with counter:
-        train(build(study, "rope", size, 0), data, loss, config(1), device, desc="count")
-    train(build(study, "rope", size, 0), data, loss, config(steps), device, desc="warm-up")
-    seconds = min(wall_s(lambda: train(build(study, "rope", size, 0), data, loss, config(steps), device, desc="time"),
-                         device) for _ in range(2))
+        train([build(study, "rope", size, 0)], [data], loss, config(1), device, desc="count")
+    train([build(study, "rope", size, 0)], [data], loss, config(steps), device, desc="warm-up")
+    seconds = min(wall_s(lambda: train([build(study, "rope", size, 0)], [data], loss, config(steps), device,
+                                       desc="time"), device) for _ in range(2))
     return counter.get_total_flops() / 1e9, seconds / steps * 1000
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from pelab.config import load_params
+from pelab.params import load_params
 from pelab.runner.train import train_runs
 
 

@@ -19,7 +19,6 @@ from pelab.config import TrainConfig
 from pelab.tasks.copy.task import copy_loss
 from pelab.tasks.translation.task import make_loss
 from pelab.training.loop import train
-from pelab.training.vectorised import train_seeds
 
 
 @click.command()
@@ -40,17 +39,17 @@ def main(device: str, study: str, size: str, seeds: int, steps: int, rows: int) 
         return wall_s(fn, dev) / steps * 1000
 
     model = build(study, "rope", shape, 0)
-    train(model, data[0], loss, cfg, dev)  # warm-up
-    one = timed(lambda: train(build(study, "rope", shape, 0), data[0], loss, cfg, dev))
-    train_seeds([build(study, "rope", shape, s) for s in range(seeds)], data, loss, cfg, dev, pad_values=pad)
+    train([model], data[:1], loss, cfg, dev)  # warm-up
+    one = timed(lambda: train([build(study, "rope", shape, 0)], data[:1], loss, cfg, dev))
+    train([build(study, "rope", shape, s) for s in range(seeds)], data, loss, cfg, dev, pad_values=pad)
     models = [build(study, "rope", shape, s) for s in range(seeds)]
-    many = timed(lambda: train_seeds(models, data, loss, cfg, dev, pad_values=pad))
+    many = timed(lambda: train(models, data, loss, cfg, dev, pad_values=pad))
     click.echo(f"{study} {size} rope: {one:.1f} ms per step for one seed, {many:.1f} ms per step for {seeds} "
                f"seeds together ({seeds * one / many:.2f}x)")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
     models = [build(study, "rope", shape, s) for s in range(seeds)]
     with profile(activities=activities) as prof:
-        train_seeds(models, data, loss, cfg, dev, pad_values=pad)
+        train(models, data, loss, cfg, dev, pad_values=pad)
     click.echo(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 

@@ -7,7 +7,7 @@ import click
 from _common import one_line_errors, params_option
 
 from pelab.aggregate import aggregate
-from pelab.config import load_params
+from pelab.params import load_params
 
 
 @click.command()

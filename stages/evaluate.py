@@ -10,7 +10,7 @@ import click
 from _common import one_line_errors, params_option, task_option
 
 from pelab import io
-from pelab.config import load_params
+from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
 from pelab.runner.evaluate import evaluate_run
 from pelab.tasks import get_task

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 from _common import one_line_errors, params_option, task_option
 
-from pelab.config import load_params
+from pelab.params import load_params
 from pelab.tasks import get_task
 
 

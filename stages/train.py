@@ -2,10 +2,11 @@
 leaves no partial run behind).
 
 Without ``--seed``, every seed of params ``seeds`` is trained, together as one vectorised model where the task
-allows it and it pays (pelab.training.vectorised; ``runner.train.train_runs``), else one after another. What a
-killed stage had done survives under ``--resume`` (the stacked state every few minutes, or each finished run)
-and the next attempt continues from it. Each run lands in ``RUNS/<task>/<scheme>/seed_<k>`` and its live curves in
-``LIVE/<task>/<scheme>/seed_<k>``.
+allows it and it pays (``pelab.runner.train.train_runs``), else one after another. Each run lands in
+``RUNS/<task>/<scheme>/seed_<k>`` and its live curves in ``LIVE/<task>/<scheme>/seed_<k>``. Finished runs are
+also kept in ``KEPT/<task>/<scheme>/`` (``pelab.runner.kept_runs``): a seed trained before from the same inputs
+is not trained again (adding a seed trains only that seed), and a killed stage continues from the state the
+training in progress saves there.
 """
 
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import click
 from _common import one_line_errors, params_option, task_option
 
-from pelab.config import load_params
+from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
 from pelab.runner.train import train_runs
 
@@ -27,22 +28,22 @@ from pelab.runner.train import train_runs
 @click.option("--runs", "runs_root", required=True, type=click.Path(file_okay=False), help="the runs folder")
 @click.option("--live", "live_root", default=None, type=click.Path(file_okay=False),
               help="the DVCLive folder for the training curves, written as they are logged")
-@click.option("--resume", "resume_root", default=".resume", show_default=True, type=click.Path(file_okay=False),
-              help="where the state of seeds trained together is saved while they train")
+@click.option("--kept", "kept_root", default=".kept", show_default=True, type=click.Path(file_okay=False),
+              help="where finished runs are kept and the training in progress saves its state")
 @click.option("--save-every", "save_every_s", default=300.0, show_default=True, type=click.FloatRange(min=1.0),
-              help="seconds between saves of the state of seeds trained together")
+              help="seconds between saves of the state of the training in progress")
 @click.option("--stack/--sequential", "stack", default=None,
               help="seeds together as one vectorised model, or one after another [default: together on CUDA; on "
                    "the CPU for tasks whose batches need no padding]")
 @one_line_errors
 def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], data_dir: str, runs_root: str,
-         live_root: str | None, resume_root: str, save_every_s: float, stack: bool | None) -> None:
+         live_root: str | None, kept_root: str, save_every_s: float, stack: bool | None) -> None:
     params = load_params(params_path)
     seeds = seeds or tuple(params.seeds)
     outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
     lives = None if live_root is None else [run_dir(live_root, task_name, scheme, seed) for seed in seeds]
-    costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, vectorise=stack,
-                       resume=Path(resume_root) / task_name / f"{scheme}.pt", save_every_s=save_every_s)
+    costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, stack=stack,
+                       kept=Path(kept_root) / task_name / scheme, save_every_s=save_every_s)
     for seed, cost in zip(seeds, costs):
         together = f", {cost['seeds_together']} seeds together" if cost["seeds_together"] > 1 else ""
         click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "

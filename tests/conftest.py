@@ -33,7 +33,7 @@ def smoke_raw(**changes) -> dict:
 
 def smoke_params(tmp_path: Path, **changes):
     """Smoke params written to ``tmp_path/params.yaml`` and loaded (validated) from there."""
-    from pelab.config import load_params
+    from pelab.params import load_params
 
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(smoke_raw(**changes)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import smoke_params
+from conftest import smoke_params, smoke_raw
 
 from pelab import io
 from pelab.runner.evaluate import evaluate_run
@@ -55,8 +55,9 @@ def test_failed_training_leaves_no_partial_output(tmp_path):
 
 
 def test_a_diverged_run_stops_at_once_naming_task_scheme_seed_step_and_lr(tmp_path):
-    raw_train = smoke_params(tmp_path).raw["copy"]["train"]
-    params = smoke_params(tmp_path, copy={**smoke_params(tmp_path).raw["copy"], "train": {**raw_train, "lr": 1e9}})
+    raw_copy = smoke_raw()["copy"]
+    raw_train = raw_copy["train"]
+    params = smoke_params(tmp_path, copy={**raw_copy, "train": {**raw_train, "lr": 1e9}})
     get_task("copy").prepare(params.task("copy"), tmp_path / "data")
     with pytest.raises(ValueError, match=r"training diverged: loss (nan|inf) at step \d+ \(task copy, scheme rope, "
                                          r"seed 0, lr [0-9.e+]+\); lower the learning rate"):
@@ -113,7 +114,7 @@ def test_deterministic_algorithms_are_switched_on_without_importing_inductor():
     import sys
 
     code = ("import sys, torch\n"
-            "from pelab.training.loop import use_deterministic_algorithms\n"
+            "from pelab.device import use_deterministic_algorithms\n"
             "use_deterministic_algorithms()\n"
             "print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),"
             " 'torch._inductor' in sys.modules)")

@@ -5,11 +5,9 @@ What a stage executes, read from the imports (module level and inside functions,
 
 * a task's ``evaluate`` method imports its evaluation code: followed for evaluation stages only (training
   stages must not depend on it: editing evaluation never retrains);
-* ``pelab.config`` validates the whole study when params load (every scheme of every task can be built): a
-  check that shapes no stage's outputs, so its function-level imports are not followed;
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only
   the stage's scheme's is followed (and ``none``, the cross-attention scheme);
-* the task registry loads task classes by name: the stage's task's module is added.
+* likewise the task registry imports every task's module: only the stage's task's is followed.
 
 A stage without a task or scheme (aggregate, report) may reach any of them.
 """
@@ -25,11 +23,19 @@ import yaml
 
 from pelab.compose import compose_params
 from pelab.positional import scheme_names
-from pelab.tasks import get_task, task_names
+from pelab.tasks import TASKS, task_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 SCHEME_MODULES = {f"pelab.positional.{name}" for name in scheme_names()}  # a scheme's module is named like it
+
+
+def task_package(task: str) -> str:
+    """``pelab.tasks.<folder>``: the package of a task's class."""
+    return ".".join(TASKS[task].__module__.split(".")[:3])
+
+
+TASK_PACKAGES = {task_package(t) for t in TASKS}
 
 
 def module_file(name: str) -> Path | None:
@@ -50,8 +56,7 @@ def imports(path: Path, evaluation: bool) -> set[str]:
     for node in ast.walk(tree):
         type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
         evaluate_method = isinstance(node, ast.FunctionDef) and node.name == "evaluate" and not evaluation
-        validation = isinstance(node, ast.FunctionDef) and path == SRC / "pelab/config.py"
-        if type_checking or evaluate_method or validation:
+        if type_checking or evaluate_method:
             skip |= {id(n) for n in ast.walk(node)}
     found = set()
     for node in ast.walk(tree):
@@ -74,7 +79,8 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
     schemes = set(scheme_names()) if scheme is None else {scheme, "none"}
     wanted_schemes = {f"pelab.positional.{s}" for s in schemes}
     tasks = task_names() if task is None else [task]
-    todo = [script] + [module_file(type(get_task(t)).__module__) for t in tasks]
+    wanted_tasks = {task_package(t) for t in tasks}
+    todo = [script]
     seen: set[Path] = set()
     while todo:
         path = todo.pop()
@@ -84,6 +90,9 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
         for name in imports(path, evaluation):
             if name in SCHEME_MODULES and name not in wanted_schemes and path.name == "registry.py":
                 continue  # the registry lists every scheme; the stage builds only its own
+            in_task = next((pkg for pkg in TASK_PACKAGES if name == pkg or name.startswith(pkg + ".")), None)
+            if in_task not in (None, *wanted_tasks) and path == SRC / "pelab/tasks/__init__.py":
+                continue  # likewise the task registry
             todo.append(module_file(name))
     return seen
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import smoke_raw
 
 from pelab.cli import main
-from pelab.config import load_params, parse_params
+from pelab.params import load_params, parse_params
 from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, check_scheme, scheme_names, scheme_options
 from pelab.positional.learned import LearnedPositionalEncoding
 from pelab.tasks import get_task

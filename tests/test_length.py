@@ -11,7 +11,7 @@ from conftest import smoke_raw
 from pelab import io
 from pelab.aggregate import aggregate
 from pelab.analysis.length_ranking import ranking, reciprocal_ranks
-from pelab.config import parse_params
+from pelab.params import parse_params
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_run
 from pelab.tasks import get_task

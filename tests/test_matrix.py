@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import smoke_raw
 
-from pelab.config import parse_params
+from pelab.params import parse_params
 from pelab.positional import scheme_names
 from pelab.runner.checkpoint import load_run, run_dir
 from pelab.runner.evaluate import evaluate_run
@@ -78,8 +78,8 @@ def test_pair_trains_on_every_path_reloads_and_evaluates_or_is_refused_in_one_li
     histories = {}
     for path, vectorise in paths.items():
         outs = [run_dir(tmp_path / path / "runs", task, scheme, seed) for seed in SEEDS]
-        costs = train_runs(params, task, scheme, SEEDS, data, outs, device="cpu", vectorise=vectorise,
-                           resume=tmp_path / path / "resume.pt")
+        costs = train_runs(params, task, scheme, SEEDS, data, outs, device="cpu", stack=vectorise,
+                           kept=tmp_path / path / "kept")
         assert [cost["seeds_together"] for cost in costs] == [len(SEEDS) if vectorise else 1] * len(SEEDS)
         histories[path] = [[row["loss"] for row in load_history(out)] for out in outs]
         assert all(math.isfinite(loss) for seed in histories[path] for loss in seed), histories[path]
@@ -108,7 +108,7 @@ def test_held_out_curves_are_named_for_the_split_they_are_computed_on(task, held
     """Copy and the length tasks have no validation split: their curve is on test sequences, and says so."""
     params = parse_params(matrix_raw(task, "none"))
     out = run_dir(tmp_path / "runs", task, "none", 0)
-    train_runs(params, task, "none", [0], data_dirs(task), [out], device="cpu", vectorise=False)
+    train_runs(params, task, "none", [0], data_dirs(task), [out], device="cpu", stack=False)
     columns = set(load_history(out)[-1])
     assert held_out in columns and not ({"val_loss", "test_loss"} - {held_out}) & columns
     from pelab import io

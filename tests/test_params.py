@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from pelab.compose import compose_params
-from pelab.config import load_params
+from pelab.params import load_params
 from pelab.positional import scheme_names
 from pelab.tasks.copy.config import CopyDataConfig
 

@@ -4,7 +4,7 @@ the outputs, and that caching follows meaning:
 
 * touching an evaluation module re-runs evaluation, aggregate and report, and no training stage;
 * changing one option of `t5` for one task retrains only that task's `t5` runs;
-* adding a seed retrains each (task, scheme) stage, its seeds being one stage (main and length study);
+* adding a seed reruns each (task, scheme) stage, which trains only the new seed (main and length study);
 * SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the stages not finished before the kill;
 * `dvc exp run -S 'pe=[rope,t5]'`-style subsets reuse cached runs.
 """
@@ -168,9 +168,12 @@ def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
     assert ran(out, "evaluate") == {"evaluate@copy-t5"}
 
 
-def test_adding_a_seed_retrains_each_schemes_stack_and_a_kill_loses_only_the_stage_in_progress(project):
-    """The seeds of a (task, scheme) are one stage, so a new seed retrains each (task, scheme) of both studies.
-    A SIGKILL loses only the stages in progress."""
+def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_progress(project):
+    """The seeds of a (task, scheme) are one stage, so a new seed reruns each (task, scheme) of both studies, which
+    restores its finished seeds from .kept/ and trains only the new one. A SIGKILL loses only the stages in
+    progress."""
+    runs = sorted(project.glob("runs/*/*/seed_0/run.json"))
+    before = {path: path.read_text() for path in runs}  # a retrained run would differ at least in its times
     seeds = [*SEEDS, 2]
     edit_params(project, lambda p: p.update(seeds=seeds))
     stacks = trains()
@@ -193,6 +196,9 @@ def test_adding_a_seed_retrains_each_schemes_stack_and_a_kill_loses_only_the_sta
     assert ran(out, "train") == stacks - finished  # only the stages not finished before the kill
     assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length")
     assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
+    assert len(runs) == len(trains()) + len(trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length"))
+    assert {path: path.read_text() for path in runs} == before  # seed 0 of every stage restored, not retrained
+    assert all((path.parent.parent / "seed_2" / "run.json").exists() for path in runs)
     assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
 
 

@@ -9,11 +9,11 @@ from conftest import smoke_raw
 
 from pelab import io
 from pelab.aggregate import aggregate
-from pelab.config import parse_params
+from pelab.params import parse_params
 from pelab.runner.checkpoint import load_run
 from pelab.runner.evaluate import evaluate_run
-from pelab.runner.train import train_run
-from pelab.tasks import _BUILDERS, get_task, register_task, task_names
+from pelab.runner.train import train_runs
+from pelab.tasks import TASKS, get_task, task_names
 
 TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
         "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
@@ -23,9 +23,11 @@ TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
 
 @pytest.fixture
 def reverse_task():
-    register_task("tiny_reverse", "tiny_reverse.task:ReverseTask")
+    from tiny_reverse.task import ReverseTask
+
+    TASKS["tiny_reverse"] = ReverseTask
     yield get_task("tiny_reverse")
-    _BUILDERS.pop("tiny_reverse")
+    TASKS.pop("tiny_reverse")
 
 
 def test_the_registry_lists_the_built_in_tasks_and_rejects_unknown_ones():
@@ -41,10 +43,10 @@ def test_a_tiny_task_runs_through_the_one_runner(reverse_task, tmp_path):
     assert params.task("tiny_reverse").options("rope").base == 100.0  # the task's own scheme options
     reverse_task.prepare(params.task("tiny_reverse"), tmp_path / "data")
     for scheme in params.schemes:
-        for seed in params.seeds:
-            run = tmp_path / f"runs/tiny_reverse/{scheme}/seed_{seed}"
-            train_run(params, "tiny_reverse", scheme, seed, tmp_path / "data", run, device="cpu",
-                      live_dir=tmp_path / f"dvclive/{scheme}/seed_{seed}")
+        runs = [tmp_path / f"runs/tiny_reverse/{scheme}/seed_{seed}" for seed in params.seeds]
+        train_runs(params, "tiny_reverse", scheme, params.seeds, tmp_path / "data", runs, device="cpu",
+                   live_dirs=[tmp_path / f"dvclive/{scheme}/seed_{seed}" for seed in params.seeds])
+        for seed, run in zip(params.seeds, runs):
             evaluate_run(params, run, tmp_path / "data", tmp_path / f"results/tiny_reverse/{scheme}/seed_{seed}",
                          device="cpu")
     loaded = load_run(tmp_path / "runs/tiny_reverse/rope/seed_1")

@@ -166,8 +166,8 @@ def test_missing_files_without_network_name_the_dirs_searched(tmp_path, monkeypa
 
 def test_unknown_corpus_lists_the_valid_choices():
     expected = f"unknown translation corpus 'wmt14'; valid choices: {', '.join(corpus_names())}"
-    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
-        TranslationDataConfig(corpus="wmt14")
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):  # when params load, before any stage runs
+        get_task("translation").config({"data": {"corpus": "wmt14"}})
     assert corpus_names() == ["multi30k", "iwslt2017"]
 
 
@@ -595,7 +595,7 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
 
     from pelab.aggregate import aggregate
     from pelab.compose import compose_params
-    from pelab.config import load_params
+    from pelab.params import load_params
     from pelab.report.context import ReportContext
     from pelab.report.sections.translation import section as translation_section
     from pelab.runner.evaluate import evaluate_run
@@ -692,7 +692,7 @@ def test_eval_splits_scores_only_the_listed_test_sets(multi30k_dir, repo_root, t
     import dataclasses
 
     from pelab.compose import compose_params
-    from pelab.config import load_params
+    from pelab.params import load_params
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run
     from pelab.tasks import get_task

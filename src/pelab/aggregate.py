@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pelab import io
-from pelab.config import Params
+from pelab.params import Params
 from pelab.runner.checkpoint import run_dir
 from pelab.stats import metric_summary
 from pelab.tasks import get_task

@@ -109,7 +109,7 @@ def compose_cmd(overrides: tuple[str, ...], conf_dir: str, out_path: str) -> Non
     import yaml
 
     from pelab.compose import compose_params
-    from pelab.config import parse_params
+    from pelab.params import parse_params
 
     composed = compose_params(conf_dir, list(overrides))
     parse_params(composed, check_cuda=False)
@@ -137,7 +137,7 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
 
     import yaml
 
-    from pelab.config import parse_params
+    from pelab.params import parse_params
     from pelab.positional import check_scheme
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run

@@ -1,21 +1,14 @@
-"""Typed configuration: ``params.yaml`` -> dataclasses, validated as a whole when it is loaded.
+"""The configuration every task shares (the ``train`` section, the device) and the dict <-> dataclass helpers.
 
-``load_params`` checks every section a study reads — the schemes and their options, every task's data,
-model, training and evaluation settings, the device — so bad input fails before any stage trains, with
-one line naming the key and the valid choices. Configs hold strings and numbers only (they serialise
-beside every checkpoint), and each checks itself in ``__post_init__``.
-
-The sections of one task live in its own folder (``pelab/tasks/<name>/config.py``); this module holds
-only what every task shares.
+Configs hold strings and numbers only (they serialise beside every checkpoint), and each checks itself in
+``__post_init__``. The sections of one task live in its own folder (``pelab/tasks/<name>/config.py``);
+``pelab.params`` validates a whole ``params.yaml`` into them.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -71,89 +64,3 @@ def check_device(device: str) -> str:
         if index and int(index) >= torch.cuda.device_count():
             raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
     return device
-
-
-@dataclass(frozen=True)
-class Params:
-    """The whole of params.yaml, validated. ``task(name)`` is one task's typed configuration."""
-
-    profile: str
-    schemes: tuple[str, ...]
-    tasks: tuple[str, ...]
-    seeds: tuple[int, ...]
-    device: str
-    reference: str  # the scheme every other is compared against, declared before the run (issue: no post-hoc "best")
-    positional: dict[str, Any]  # scheme -> its validated Options (the defaults every task starts from)
-    task_configs: dict[str, Any]  # task -> TaskConfig
-    raw: dict[str, Any]
-    length_tasks: tuple[str, ...] = ()  # the length study's tasks (also in ``tasks``)
-    length_schemes: tuple[str, ...] = ()  # the length study's schemes
-
-    def schemes_of(self, task: str) -> tuple[str, ...]:
-        """The schemes ``task`` is run with: ``length_schemes`` for the length study, else ``pe.schemes``."""
-        return self.length_schemes if task in self.length_tasks else self.schemes
-
-    def task(self, name: str):
-        if name not in self.task_configs:
-            raise ValueError(f"task {name!r} is not in this study's tasks; valid choices: {', '.join(self.tasks)}")
-        return self.task_configs[name]
-
-
-def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
-    """Validate a params mapping (the composition of ``conf/``) into ``Params``."""
-    from pelab.positional import check_scheme, scheme_names, scheme_options
-    from pelab.tasks import get_task, task_names
-
-    raw = dict(raw or {})
-    def scheme_list(key: str, values) -> tuple[str, ...]:
-        names = tuple(str(s) for s in values or ())
-        for name in names:
-            check_scheme(name)
-        if len(set(names)) != len(names):
-            raise ValueError(f"{key} lists a scheme twice: {list(names)}")
-        return names
-
-    schemes = scheme_list("pe.schemes", (raw.get("pe") or {}).get("schemes"))
-    if not schemes:
-        raise ValueError("pe.schemes is empty; list at least one scheme, e.g. pe=all or 'pe.schemes=[none,rope]'")
-    length_tasks = tuple(str(t) for t in raw.get("length_tasks") or ())
-    length_schemes = scheme_list("length_schemes", raw.get("length_schemes"))
-    if length_tasks and not length_schemes:
-        raise ValueError("length_schemes is empty while length_tasks is not; list at least one scheme, e.g. "
-                         "'length_schemes=[none,rope]', or leave the length study out with 'length_tasks=[]'")
-    seeds = tuple(raw.get("seeds") or ())
-    if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
-        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {list(seeds)}")
-    # `tasks`: the main study's tasks (dvc.yaml stages train@…); `length_tasks`: the length-generalisation study's
-    # (train_length@…, pelab/tasks/length). Params.tasks is both, in that order.
-    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + length_tasks
-    if not tasks:
-        raise ValueError(f"tasks and length_tasks are empty; list at least one of: {', '.join(task_names())}")
-    if len(set(tasks)) != len(tasks):
-        raise ValueError(f"a task is listed twice in tasks + length_tasks: {list(tasks)}")
-    device = str(raw.get("device", "auto"))
-    check_device(device) if check_cuda else None
-    reference = str(raw.get("reference", "sinusoidal"))
-    check_scheme(reference)  # a run without it (e.g. pe=alibi) reports no comparisons against it
-    positional_raw = dict(raw.get("positional") or {})
-    unknown = sorted(set(positional_raw) - set(scheme_names()))
-    if unknown:
-        raise ValueError(f"unknown scheme(s) {unknown} in positional; valid choices: {', '.join(scheme_names())}")
-    positional = {name: scheme_options(name, positional_raw.get(name)) for name in scheme_names()}
-    task_configs = {name: get_task(name).config(raw.get(name), length_schemes if name in length_tasks else schemes)
-                    for name in tasks}
-    return Params(
-        profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
-        reference=reference, positional=positional, task_configs=task_configs, raw=raw,
-        length_tasks=length_tasks, length_schemes=length_schemes,
-    )
-
-
-def load_params(path: str | Path = "params.yaml", *, check_cuda: bool = True) -> Params:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no params file at {path}; compose one with `pelab compose --out {path}`")
-    with open(path) as f:
-        return parse_params(yaml.safe_load(f) or {}, check_cuda=check_cuda)

@@ -54,7 +54,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         # False: attention as explicit matmul + softmax instead of the fused SDPA kernel. Set while the module
-        # is vmapped over seeds (training.vectorised): vmap has no batching rule for some fused kernels.
+        # is vmapped over seeds (training.stacking): vmap has no batching rule for some fused kernels.
         self.fused = True
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,7 @@ import torch
 from tqdm.auto import tqdm
 
 from pelab import io
-from pelab.config import Params
+from pelab.params import Params
 from pelab.report.context import ReportContext
 from pelab.report.sections import SECTIONS
 from pelab.report.style import setup

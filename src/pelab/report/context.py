@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from pelab import io
-from pelab.config import Params
+from pelab.params import Params
 from pelab.runner.checkpoint import RUN_FILE, load_run, run_dir
 
 

@@ -1,6 +1,7 @@
-"""The study runner: train, reload and evaluate one (task, scheme, seed) run of any registered task.
+"""The study runner: train, reload and evaluate the runs of any registered task.
 
-``train.train_run`` writes a run directory; ``checkpoint.load_run`` rebuilds its model from the config
-saved beside the weights; ``evaluate.evaluate_run`` scores it with the task's evaluation. DVC runs each
-as one stage per (task, scheme, seed); ``pelab run`` runs them outside DVC.
+``train.train_runs`` trains the seeds of one (task, scheme) into run directories (``kept_runs`` keeps them for
+the next run of the stage); ``checkpoint.load_run`` rebuilds a run's model from the config saved beside its
+weights; ``evaluate.evaluate_run`` scores it with the task's evaluation. DVC runs one training and one
+evaluation stage per (task, scheme); ``pelab run`` trains and evaluates one seed outside DVC.
 """

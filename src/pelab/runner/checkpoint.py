@@ -52,6 +52,3 @@ def load_run(path: str | Path) -> LoadedRun:
     model.load_state_dict(torch.load(path / WEIGHTS, weights_only=True))
     return LoadedRun(meta["task"], meta["scheme"], int(meta["seed"]), meta, model.eval())
 
-
-def read_history(path: str | Path) -> list[dict[str, Any]]:
-    return io.read_csv(Path(path) / "history.csv")

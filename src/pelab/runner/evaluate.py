@@ -9,10 +9,10 @@ from typing import Any
 import torch
 
 from pelab import io
-from pelab.config import Params
+from pelab.device import device_name, pick_device, prepare_device
+from pelab.params import Params
 from pelab.runner.checkpoint import load_run
 from pelab.tasks import get_task
-from pelab.training.loop import pick_device, prepare_device
 
 
 def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
@@ -33,9 +33,6 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
         rows.append({**ident, "split": "eval", "length": "all", "metric": "eval_time_s",
                      "value": time.perf_counter() - start})
         io.write_jsonl(tmp / "records.jsonl", rows)
-        io.write_json(tmp / "device.json", {"device": str(dev), "name": _device_name(dev)})
+        io.write_json(tmp / "device.json", {"device": str(dev), "name": device_name(dev)})
     return rows
 
-
-def _device_name(dev: torch.device) -> str:
-    return torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"

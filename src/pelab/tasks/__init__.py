@@ -1,47 +1,41 @@
 """The task registry, keyed by the name used in params (``tasks: [copy, translation]``) and in stage names.
 
-Adding a task: a folder ``pelab/tasks/<name>/`` implementing ``pelab.tasks.base.Task``, one line in
-``_BUILDERS`` below, and its section ``<name>:`` in ``conf/`` (see README, "Adding a task"). Tasks are
-imported on first use, so listing the registry does not import torch models or data libraries.
+Adding a task: a folder ``pelab/tasks/<name>/`` implementing ``pelab.tasks.base.Task``, one line in ``TASKS``
+below, and its section ``<name>:`` in ``conf/`` (see README, "Adding a task").
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from pelab.tasks.base import Task
+from pelab.tasks.copy.task import CopyTask
+from pelab.tasks.length.task import (
+    AdditionCausalTask,
+    AdditionTask,
+    DuplicateCausalTask,
+    DuplicateTask,
+    ReverseCausalTask,
+    ReverseTask,
+)
+from pelab.tasks.translation.task import TranslationTask
 
-if TYPE_CHECKING:
-    from pelab.tasks.base import Task
-
-# name -> "module:Class" of its Task subclass
-_BUILDERS: dict[str, str] = {
-    "copy": "pelab.tasks.copy.task:CopyTask",
-    "translation": "pelab.tasks.translation.task:TranslationTask",
+TASKS: dict[str, type[Task]] = {
+    "copy": CopyTask,
+    "translation": TranslationTask,
     # the length-generalisation study (pelab/tasks/length): bidirectional encoder, then causal decoder-only
-    "reverse": "pelab.tasks.length.task:ReverseTask",
-    "duplicate": "pelab.tasks.length.task:DuplicateTask",
-    "addition": "pelab.tasks.length.task:AdditionTask",
-    "reverse_causal": "pelab.tasks.length.task:ReverseCausalTask",
-    "duplicate_causal": "pelab.tasks.length.task:DuplicateCausalTask",
-    "addition_causal": "pelab.tasks.length.task:AdditionCausalTask",
+    "reverse": ReverseTask,
+    "duplicate": DuplicateTask,
+    "addition": AdditionTask,
+    "reverse_causal": ReverseCausalTask,
+    "duplicate_causal": DuplicateCausalTask,
+    "addition_causal": AdditionCausalTask,
 }
-_INSTANCES: dict[str, Task] = {}
 
 
 def task_names() -> list[str]:
-    return list(_BUILDERS)
-
-
-def register_task(name: str, target: str) -> None:
-    """Register ``module:Class`` under ``name`` (tests use it for a tiny task)."""
-    _BUILDERS[name] = target
-    _INSTANCES.pop(name, None)
+    return list(TASKS)
 
 
 def get_task(name: str) -> Task:
-    if name not in _BUILDERS:
+    if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; valid choices: {', '.join(task_names())}")
-    if name not in _INSTANCES:
-        module, _, cls = _BUILDERS[name].partition(":")
-        _INSTANCES[name] = getattr(importlib.import_module(module), cls)()
-    return _INSTANCES[name]
+    return TASKS[name]()

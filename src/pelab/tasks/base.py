@@ -67,7 +67,7 @@ class Task(ABC):
     # whether the task's model asks a randomized scheme for its positions (pelab.positional.randomized); the
     # randomized schemes are refused elsewhere rather than silently behaving like the scheme they wrap
     draws_positions: ClassVar[bool] = False
-    # whether the seeds of one scheme may train together as one vectorised model (training.vectorised): every
+    # whether the seeds of one scheme may train together as one vectorised model (training.stacking): every
     # seed's batch at a step must stack into one tensor (same shape, or padded with ``batch_padding``)
     vectorises: ClassVar[bool] = True
     # the padding value of each tensor of a training batch, so that batches of different lengths stack; None:

@@ -7,6 +7,7 @@ import resource
 import torch
 from torch import nn
 
+from pelab.device import device_name
 from pelab.positional import PositionalEncoding
 from pelab.training.loop import TrainResult
 
@@ -27,6 +28,6 @@ def run_cost(model: nn.Module, result: TrainResult, device: torch.device) -> dic
         "tokens_per_s": result.tokens / max(result.wall_time_s, 1e-9),
         "peak_memory_mb": peak_mb,
         "peak_memory_kind": "cuda_max_allocated" if device.type == "cuda" else "process_max_rss",
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "device": device_name(device),
         "final_loss": result.history[-1]["loss"],
     }

@@ -1,10 +1,9 @@
-"""The optimisation loop shared by every task: AdamW, linear warmup then cosine decay, gradient
-clipping, mixed precision on CUDA, a tqdm bar and a per-step loss history.
+"""The one training loop, for S >= 1 seeds of a (task, scheme): AdamW, linear warmup then cosine decay,
+gradient clipping, mixed precision on CUDA (``pelab.device``), a tqdm bar, a per-step loss history, and a
+saved state that a killed run continues from.
 
-Device policy (``prepare_device``, ``autocast``, ``make_optimizer``): on CUDA, TF32 matmuls, bf16 autocast where
-the GPU computes bf16 natively (Ampere and later), else fp16 autocast with a gradient scaler, and
-pinned host batches. On the CPU everything stays fp32, so CPU runs are bit-reproducible. AdamW is fused on
-both (``adamw``).
+At S = 1 the model trains as it is; at S > 1 the seeds train together as one vectorised model
+(``training.stacking``). Either way seed k's weights, data order and optimisation are its own.
 """
 
 from __future__ import annotations
@@ -12,77 +11,21 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from pelab.config import TrainConfig, check_device
+from pelab.config import TrainConfig
+from pelab.device import autocast, grad_scaler, prepare_device, to_device
+from pelab.training.stacking import Batch, LossFn, SeedStack
 
 
 class DivergedError(ValueError):
     """The training loss became NaN or infinite: the run stops and nothing downstream runs on it."""
-
-
-def pick_device(requested: str = "auto") -> torch.device:
-    """``auto`` (CUDA when available, else CPU) | ``cpu`` | ``cuda`` | ``cuda:N``."""
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    check_device(requested)
-    return torch.device(requested)
-
-
-def prepare_device(device: torch.device) -> None:
-    """Process-wide settings for ``device``: TF32 matmuls and convolutions on CUDA (the fp32 parts of mixed
-    precision run on tensor cores; PyTorch's default keeps them in full fp32), and the cuBLAS workspace that
-    deterministic algorithms need. Nothing changes for the CPU."""
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-
-
-def use_deterministic_algorithms() -> None:
-    """``torch.use_deterministic_algorithms(True, warn_only=True)`` without the import of ``torch._inductor`` that
-    the public function makes to set inductor's own flag (about 2 s per process with torch 2.13, i.e. per
-    training stage; training never compiles). Falls back to the public function where the private one is gone."""
-    set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if set_flag is None:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    else:
-        set_flag(True, warn_only=True)
-
-
-def amp_dtype(device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for ``device``: bf16 where the GPU supports it natively, fp16 on older GPUs (which
-    then needs a gradient scaler), None (full fp32) on the CPU."""
-    if device.type != "cuda":
-        return None
-    try:
-        native = torch.cuda.is_bf16_supported(including_emulation=False)
-    except TypeError:  # torch < 2.4: no emulation to rule out
-        native = torch.cuda.is_bf16_supported()
-    return torch.bfloat16 if native else torch.float16
-
-
-def autocast(device: torch.device):
-    """Mixed precision per ``amp_dtype``; a no-op on the CPU (keeps CPU runs bit-reproducible)."""
-    dtype = amp_dtype(device)
-    return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
-
-
-def grad_scaler(device: torch.device) -> torch.amp.GradScaler:
-    """A loss scaler, enabled only for fp16 autocast (bf16 has fp32's exponent range and needs none)."""
-    return torch.amp.GradScaler(device.type, enabled=amp_dtype(device) == torch.float16)
-
-
-def to_device(tensors: tuple[torch.Tensor, ...], device: torch.device) -> tuple[torch.Tensor, ...]:
-    """Move a batch to ``device``; on CUDA through pinned host memory so that the copy is asynchronous."""
-    if device.type == "cuda":
-        return tuple(t.pin_memory().to(device, non_blocking=True) for t in tensors)
-    return tuple(t.to(device) for t in tensors)
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -95,14 +38,8 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
 
 def decays(name: str, param: torch.Tensor, stacked: bool = False) -> bool:
     """Whether AdamW decays this parameter: matrices only, never embeddings or position tables (GPT-2
-    convention). ``stacked``: the parameter carries a leading seed dimension (``training.vectorised``)."""
+    convention). ``stacked``: the parameter carries a leading seed dimension (``training.stacking``)."""
     return param.ndim - int(stacked) >= 2 and "embedding" not in name and ".pe." not in name
-
-
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW; no weight decay on biases, norms, embeddings and position tables."""
-    named = list(model.named_parameters())
-    return adamw([p for n, p in named if decays(n, p)], [p for n, p in named if not decays(n, p)], cfg)
 
 
 def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -145,7 +82,7 @@ class LossWindow:
     """The training losses since the last logged row, kept on the device: reading a loss forces a host sync,
     so on CUDA they are read once per logged row. On the CPU every loss is checked as it comes.
 
-    Losses are 0-d (one run) or (S,) (``training.vectorised``: one per seed)."""
+    Losses are (S,): one per seed."""
 
     def __init__(self, what: str | list[str], check_every_step: bool) -> None:
         self.what, self.check_every_step = what, check_every_step
@@ -182,76 +119,152 @@ class LossWindow:
 
 
 def train(
-    model: nn.Module,
-    next_batch: Callable[[int], tuple[torch.Tensor, ...]],
-    loss_fn: Callable[[nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, int]],
+    models: Sequence[nn.Module],
+    next_batches: Sequence[Callable[[int], Batch]],
+    loss_fn: LossFn,
     cfg: TrainConfig,
     device: torch.device,
     *,
+    pad_values: Sequence[int] | None = None,
     desc: str = "train",
     snapshot: Callable[[nn.Module], dict[str, torch.Tensor]] | None = None,
     on_log: Callable[[int, nn.Module], dict[str, float]] | None = None,
-    on_row: Callable[[dict[str, float]], None] | None = None,
-    what: str = "",
-) -> TrainResult:
-    """Run ``cfg.steps`` optimisation steps.
+    on_rows: Sequence[Callable[[dict[str, float]], None]] | None = None,
+    what: Sequence[str] | None = None,
+    state_file: str | Path | None = None,
+    state_key: dict | None = None,
+    save_every_s: float = 300.0,
+) -> list[TrainResult]:
+    """Train S models (same architecture, each built from its own seed) for ``cfg.steps`` steps; on return each
+    holds its trained weights (on ``device``). Returns one ``TrainResult`` per seed; when S > 1 its
+    ``wall_time_s`` and ``tokens`` are the whole stack's.
 
-    next_batch(step) -> batch tensors (moved to ``device`` here); loss_fn(model, batch) -> (loss, n_tokens), the
-    count a tensor or an int.
-    snapshot(model), if given, is recorded at ``cfg.checkpoints`` evenly spaced steps (and step 0).
-    on_log(step, model), if given, adds entries (e.g. validation loss) to the logged row.
-    on_row(row), if given, receives each logged row as it is made (the live DVCLive log).
-    A non-finite loss raises ``DivergedError`` (on the CPU at once, on CUDA at the next logged row), naming ``what`` (task, scheme, seed), the step and the lr.
+    next_batches[s](step) -> seed s's batch (moved to ``device`` here; padded with ``pad_values`` to stack);
+    loss_fn(model, batch) -> (mean loss, n_tokens), the count a tensor or an int.
+    snapshot(model), if given, is recorded per seed at ``cfg.checkpoints`` evenly spaced steps (and step 0).
+    on_log(step, model), if given, adds entries (e.g. validation loss) to each seed's logged row; on_rows[s]
+    receives seed s's rows as they are made (the live DVCLive log).
+    A non-finite loss raises ``DivergedError`` (on the CPU at once, on CUDA at the next logged row), naming
+    ``what[s]`` (task, scheme, seed), the step and the lr.
+
+    ``state_file``: where the whole training state (weights, AdamW moments, schedule, RNG, curves so far) is
+    saved after a logged row whenever ``save_every_s`` seconds have passed since the last save, and from which a
+    killed run continues where it stopped (if ``state_key``, which names what is trained, still matches). The
+    caller removes it once the runs are written.
     """
+    n_seeds = len(models)
     prepare_device(device)
-    model.to(device).train()
-    optimizer = make_optimizer(model, cfg)
+    for model in models:
+        model.to(device).train()
+    seeds = SeedStack(models, loss_fn, pad_values)
+    names = list(seeds.params)
+    optimizer = adamw([seeds.params[n] for n in names if decays(n, seeds.params[n], seeds.stacked)],
+                      [seeds.params[n] for n in names if not decays(n, seeds.params[n], seeds.stacked)], cfg)
     scaler = grad_scaler(device)
     schedule = lr_schedule(optimizer, cfg)
-    result = TrainResult()
+    results = [TrainResult() for _ in range(n_seeds)]
     snapshot_steps = snapshot_schedule(cfg) if snapshot is not None else set()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    start = time.perf_counter()
-    window = LossWindow(what, check_every_step=device.type == "cpu")  # CUDA: no host sync per step
-    tokens = torch.zeros((), dtype=torch.long, device=device)
-    bar = tqdm(range(cfg.steps), desc=desc, leave=False, mininterval=1.0)
+    window = LossWindow(list(what) if what else [""] * n_seeds, check_every_step=device.type == "cpu")
+    tokens = torch.zeros(n_seeds, dtype=torch.long, device=device)
+    eval_time = 0.0
+
+    def per_seed(call: Callable[[int, nn.Module], None]) -> None:
+        nonlocal eval_time
+        tick = time.perf_counter()
+        seeds.for_each(call)
+        eval_time += time.perf_counter() - tick
+
+    first_step, elapsed = 0, 0.0
+    state = load_state(state_file, state_key)
+    if state is not None:
+        with torch.no_grad():
+            for name in names:
+                seeds.params[name].copy_(state["params"][name])
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        schedule.load_state_dict(state["schedule"])
+        torch.set_rng_state(state["rng"])
+        if device.type == "cuda" and state["cuda_rng"] is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+        for result, (history, snapshots) in zip(results, state["results"]):
+            result.history, result.snapshots = history, snapshots
+        tokens += state["tokens"].to(device)
+        first_step, elapsed, eval_time = state["step"], state["wall_time_s"], state["eval_time_s"]
+        for step in range(first_step):  # replay the batch streams (stateful generators) up to the resumed step
+            for next_batch in next_batches:
+                next_batch(step)
+    start = time.perf_counter() - elapsed
+    last_save = time.perf_counter()
+
+    bar = tqdm(range(first_step, cfg.steps), desc=desc, leave=False, mininterval=1.0, initial=first_step,
+               total=cfg.steps)
     for step in bar:
         if step in snapshot_steps:
-            tick = time.perf_counter()
-            result.snapshots.append((step, snapshot(model)))
-            result.eval_time_s += time.perf_counter() - tick
-        batch = to_device(next_batch(step), device)
+            per_seed(lambda s, m: results[s].snapshots.append((step, snapshot(m))))
+        batch = to_device(seeds.stack([next_batch(step) for next_batch in next_batches]), device)
         with autocast(device):
-            loss, n_tokens = loss_fn(model, batch)
-        window.add(step, loss.detach(), schedule.get_last_lr()[0])
+            losses, counts = seeds.losses(batch)  # (S,), (S,)
+        window.add(step, losses.detach(), schedule.get_last_lr()[0])
         optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
+        scaler.scale(losses.sum()).backward()  # the seeds' losses are independent: each gets its own gradient
         if cfg.grad_clip > 0:
             scaler.unscale_(optimizer)
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            seeds.clip_gradients(cfg.grad_clip)
         scaler.step(optimizer)
         scaler.update()
         schedule.step()
-        tokens += n_tokens
+        tokens += counts
         if is_log_step(step, cfg):
-            row = {"step": step + 1, "loss": window.mean()[0], "lr": schedule.get_last_lr()[0]}
+            lr = schedule.get_last_lr()[0]
+            rows = [{"step": step + 1, "loss": loss, "lr": lr} for loss in window.mean()]
             if on_log is not None:
-                tick = time.perf_counter()
-                row.update(on_log(step + 1, model))
-                model.train()
-                result.eval_time_s += time.perf_counter() - tick
-            result.history.append(row)
-            if on_row is not None:
-                on_row(row)
-            bar.set_postfix(loss=f"{row['loss']:.4f}")
-    result.tokens = int(tokens)
-    if snapshot is not None and cfg.steps in snapshot_steps:
-        tick = time.perf_counter()
-        result.snapshots.append((cfg.steps, snapshot(model)))
-        result.eval_time_s += time.perf_counter() - tick
+                per_seed(lambda s, m: rows[s].update(on_log(step + 1, m)))
+            for s, row in enumerate(rows):
+                results[s].history.append(row)
+                if on_rows is not None:
+                    on_rows[s](row)
+            bar.set_postfix(loss=f"{sum(r['loss'] for r in rows) / n_seeds:.4f}")
+            if state_file is not None and step + 1 < cfg.steps and time.perf_counter() - last_save >= save_every_s:
+                save_state(state_file, {
+                    "key": state_key, "step": step + 1, "params": {n: seeds.params[n].detach().cpu() for n in names},
+                    "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
+                    "schedule": schedule.state_dict(), "rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                    "results": [(r.history, r.snapshots) for r in results], "tokens": tokens.cpu(),
+                    "wall_time_s": time.perf_counter() - start, "eval_time_s": eval_time,
+                })
+                last_save = time.perf_counter()
+    if cfg.steps in snapshot_steps:
+        per_seed(lambda s, m: results[s].snapshots.append((cfg.steps, snapshot(m))))
+    seeds.write_back()
+    peak = 0.0
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-        result.peak_memory_mb = torch.cuda.max_memory_allocated(device) / 2**20
-    result.wall_time_s = time.perf_counter() - start - result.eval_time_s
-    return result
+        peak = torch.cuda.max_memory_allocated(device) / 2**20
+    wall = time.perf_counter() - start - eval_time
+    total = int(tokens.sum())
+    for result in results:
+        result.wall_time_s, result.eval_time_s, result.peak_memory_mb, result.tokens = wall, eval_time, peak, total
+    return results
+
+
+def save_state(path: str | Path, state: dict) -> None:
+    """Write atomically: a kill during the save leaves the previous state intact."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_state(path: str | Path | None, key: dict | None) -> dict | None:
+    if path is None or not Path(path).exists():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if state.get("key") != key:
+        print(f"note: {path} holds another training state (its key differs); starting from step 0")
+        return None
+    print(f"resuming from step {state['step']} ({path})")
+    return state

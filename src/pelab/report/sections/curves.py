@@ -21,12 +21,8 @@ def section(ctx: ReportContext) -> list[str]:
              "(colour = scheme, dash = revision).")
     histories = _histories(ctx)
     last = histories[histories["step"] == histories["step"].max()]
-    logged = [s for s in ctx.schemes if "test_loss" in last and last[last["pe"] == s]["test_loss"].notna().all()]
-    if not logged:
-        return lines + ["These runs logged no held-out loss; the training loss is the figure in the copy "
-                        "section. " + plots, ""]
     figures.loss_curves(histories, ctx.schemes, ctx.figure("copy_loss_curves.png"))
-    final = {s: last[last["pe"] == s].sort_values("seed") for s in logged}
+    final = {s: last[last["pe"] == s].sort_values("seed") for s in ctx.schemes}
     val = {s: summarize(f["test_loss"].tolist()) for s, f in final.items()}
     gap = {s: summarize((f["test_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
     best, worst = min(val, key=lambda s: val[s]["mean"]), max(val, key=lambda s: val[s]["mean"])
@@ -36,9 +32,6 @@ def section(ctx: ReportContext) -> list[str]:
         f"lowest for `{best}` ({mean_sd_sci(val[best])}) and highest for `{worst}` ({mean_sd_sci(val[worst])}); "
         f"the largest gap between held-out and training loss is `{widest}`'s ({gap[widest]:+.1e}). The training "
         "loss is the mean over the last logged steps' batches, the held-out loss is on the first 256 sequences of "
-        "the test split (the copy data has no validation split; no choice in training reads this curve). "
-        + ("" if len(logged) == len(ctx.schemes) else
-           f"Runs of {', '.join(f'`{s}`' for s in ctx.schemes if s not in logged)} logged no held-out loss. ")
-        + plots
+        "the test split (the copy data has no validation split; no choice in training reads this curve). " + plots
     )
     return lines + [reading, "", ctx.image("training and held-out loss", "copy_loss_curves.png"), ""]

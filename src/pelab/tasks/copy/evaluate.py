@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
+from pelab.device import autocast
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.copy.data import CopyData, CopySplit
 from pelab.tasks.copy.model import CopyTransformer
-from pelab.training.loop import autocast
 
 SPLITS = ("test", "test_long")
 

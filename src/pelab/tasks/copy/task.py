@@ -12,12 +12,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from pelab.device import autocast
 from pelab.tasks.base import Batch, Task, TaskConfig
 from pelab.tasks.copy import data as copy_data
 from pelab.tasks.copy.config import CopyDataConfig, CopyEvalConfig, ModelConfig, TrainConfig
 from pelab.tasks.copy.data import CopyData, CopySplit
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
-from pelab.training.loop import autocast
 
 VAL_EXAMPLES = 256  # held-out sequences behind the validation-loss curve
 

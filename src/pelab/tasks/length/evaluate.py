@@ -29,13 +29,13 @@ from typing import Any
 
 import torch
 
+from pelab.device import autocast
 from pelab.positional import scheme_of
 from pelab.positional.randomized import RandomizedPositions
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.length.data import LengthData
 from pelab.tasks.length.data.layout import encoder_rows
 from pelab.tasks.length.model import LengthTransformer
-from pelab.training.loop import autocast
 
 
 def row_positions(model: LengthTransformer, length: int, draw: int, scale: float, device) -> torch.Tensor | None:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
+from pelab.device import autocast
 from pelab.tasks.base import Batch, Task, TaskConfig
 from pelab.tasks.length import data as length_data
 from pelab.tasks.length.config import LengthDataConfig, LengthEvalConfig, LengthModelConfig, TrainConfig
@@ -20,7 +21,6 @@ from pelab.tasks.length.data import LengthData
 from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
 from pelab.tasks.length.data.problems import PROBLEMS
 from pelab.tasks.length.model import LengthTransformer, build_length_model
-from pelab.training.loop import autocast
 
 VAL_PER_LENGTH = 16  # held-out sequences per training length behind the validation-loss curve
 

@@ -6,14 +6,12 @@ from dataclasses import dataclass, field
 
 from pelab.config import TrainConfig, from_dict
 
-CORPORA = ("multi30k", "iwslt2017")  # the keys of ``data.corpora.CORPORA`` (kept here so configs import nothing heavy)
-
 
 @dataclass(frozen=True)
 class TranslationDataConfig:
     """Where the raw corpus comes from and how the prepare stage tokenizes and filters it."""
 
-    corpus: str = "multi30k"  # multi30k | iwslt2017 (HF datasets, needs the network the first time)
+    corpus: str = "multi30k"  # a key of data.corpora.CORPORA, checked by TranslationTask.check
     search_dirs: tuple[str, ...] = ("corpora/multi30k", "data/raw/multi30k")  # the first dir holding a file wins
     download: bool = False  # fetch files missing from search_dirs (checksum-verified) into download_dir
     download_dir: str = "data/raw/multi30k"
@@ -28,8 +26,6 @@ class TranslationDataConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "search_dirs", tuple(str(d) for d in self.search_dirs))
-        if self.corpus not in CORPORA:
-            raise ValueError(f"unknown translation corpus {self.corpus!r}; valid choices: {', '.join(CORPORA)}")
         if not self.search_dirs:
             raise ValueError("translation.data.search_dirs is empty; list a directory, e.g. data/raw/multi30k")
         if self.vocab_size < 16:

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from pelab.device import autocast
 from pelab.tasks.translation.config import DecodeConfig
 from pelab.tasks.translation.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, pad_sequences
 from pelab.tasks.translation.model import DecodingState, Seq2SeqTransformer
-from pelab.training.loop import autocast
 
 NEVER = (PAD_ID, BOS_ID, UNK_ID)  # tokens no search may emit
 

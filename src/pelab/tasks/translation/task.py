@@ -14,6 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from pelab.device import autocast
 from pelab.tasks.base import Task, TaskConfig
 from pelab.tasks.translation import data as translation_data
 from pelab.tasks.translation.config import (
@@ -24,7 +25,6 @@ from pelab.tasks.translation.config import (
 )
 from pelab.tasks.translation.data import PAD_ID, PreparedTranslation, teacher_forcing_batch
 from pelab.tasks.translation.model import Seq2SeqTransformer, build_seq2seq_model
-from pelab.training.loop import autocast
 
 # ---------------------------------------------------------------------------------------------- training
 
@@ -110,9 +110,10 @@ class TranslationTask(Task):
                    "bleu17": (("test_2017_flickr",), "bleu_beam")}
 
     def check(self, cfg: TaskConfig) -> None:
-        super().check(cfg)
-        from pelab.tasks.translation.data.corpora import EVAL_SPLITS
+        from pelab.tasks.translation.data.corpora import EVAL_SPLITS, check_corpus
 
+        check_corpus(cfg.data.corpus)
+        super().check(cfg)
         valid = EVAL_SPLITS[cfg.data.corpus]
         unknown = [s for s in cfg.eval.splits or () if s not in valid]
         if unknown:
@@ -129,7 +130,6 @@ class TranslationTask(Task):
 
     def data_info(self, data: PreparedTranslation) -> dict[str, Any]:
         return {"vocab_size": data.vocab_size, "max_length": int(data.meta["max_tokens"]) + 1}
-
 
     def max_length(self, cfg: TaskConfig) -> int:
         return cfg.data.max_tokens + 1  # a sentence plus </s> (source) or <s> (target)

@@ -98,8 +98,10 @@ def prepare_translation_data(
     test_sentences: int | None = None,
     train_max_source_words: int | None = None,
     provenance: dict[str, Any] | None = None,
+    described: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train the tokenizer on the (kept) training text and write tokenizer, splits and meta into ``out_dir``."""
+    """Train the tokenizer on the (kept) training text and write tokenizer, splits and meta into ``out_dir``;
+    ``described`` (what the data was prepared from) is added to the meta."""
     import datasets
 
     datasets.disable_progress_bars()
@@ -135,6 +137,7 @@ def prepare_translation_data(
         "max_tokens": max_tokens,
         "train_max_source_words": train_max_source_words,
         "provenance": provenance or {},
+        **(described or {}),
     }
     io.write_json(out_dir / "meta.json", meta)
     return meta
@@ -144,13 +147,13 @@ def prepare(cfg: TranslationDataConfig, out_dir: str | Path) -> None:
     """The prepare stage: load the corpus (checksum-verified), train the tokenizer, write the splits."""
     corpus = load_corpus(cfg.corpus, cfg)
     with io.atomic_dir(out_dir) as tmp:
-        meta = prepare_translation_data(
+        prepare_translation_data(
             corpus.splits, corpus.eval_splits, tmp,
             vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, max_tokens=cfg.max_tokens,
             train_sentences=cfg.train_sentences, test_sentences=cfg.test_sentences,
             train_max_source_words=cfg.train_max_source_words, provenance=corpus.provenance,
+            described={"corpus": cfg.corpus, "data": asdict(cfg)},
         )
-        io.write_json(tmp / "meta.json", {**meta, "corpus": cfg.corpus, "data": asdict(cfg)})
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Seeds trained together (pelab.training.vectorised) are the runs each seed makes alone: same initial weights,
-data order and optimisation, to float tolerance; per-seed clipping; a killed stack resumes where it stopped."""
+"""The one training loop (pelab.training.loop): seeds trained together (training.stacking) are the runs each seed
+makes alone - same initial weights, data order and optimisation, to float tolerance; per-seed clipping; a killed
+training resumes where it stopped; finished runs are kept (runner.kept_runs), so adding a seed trains only it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from conftest import smoke_params, smoke_raw
 
 from pelab import io
 from pelab.config import TrainConfig
+from pelab.runner.kept_runs import fingerprint
 from pelab.runner.train import train_runs
 from pelab.tasks import get_task
 from pelab.tasks.copy.task import copy_loss
 from pelab.training.loop import train
-from pelab.training.vectorised import clip_per_seed, stack_batches, train_seeds
+from pelab.training.stacking import SeedStack, clip_per_seed, stack_batches
 
 
 def _params(tmp_path, task: str, **train):
@@ -41,8 +43,8 @@ def test_the_stage_trains_each_seed_in_the_stack_as_its_single_run(tmp_path, tas
     seeds = [0, 1, 2]
     alone = [tmp_path / f"alone_{k}" for k in seeds]
     together = [tmp_path / f"together_{k}" for k in seeds]
-    train_runs(params, task, scheme, seeds, tmp_path / "data", alone, device="cpu", vectorise=False)
-    costs = train_runs(params, task, scheme, seeds, tmp_path / "data", together, device="cpu", vectorise=True)
+    train_runs(params, task, scheme, seeds, tmp_path / "data", alone, device="cpu", stack=False)
+    costs = train_runs(params, task, scheme, seeds, tmp_path / "data", together, device="cpu", stack=True)
     assert all(c["seeds_together"] == 3 for c in costs)
     for a, b in zip(alone, together):
         assert _losses(a) == pytest.approx(_losses(b), rel=2e-4, abs=2e-5)
@@ -64,13 +66,20 @@ def test_in_float64_a_stacked_seed_follows_its_single_run_for_hundreds_of_steps(
     info = spec.data_info(data)
     seeds = [0, 1, 2]
     models = [spec.build_model(cfg.model, scheme, cfg.options(scheme), k, info).double() for k in seeds]
-    alone = [train(copy.deepcopy(m), spec.batches(cfg, data, k), spec.loss(cfg), cfg.train, torch.device("cpu"))
-             for m, k in zip(models, seeds)]
+    alone = [train([copy.deepcopy(m)], [spec.batches(cfg, data, k)], spec.loss(cfg), cfg.train,
+                   torch.device("cpu"))[0] for m, k in zip(models, seeds)]
     stacked = copy.deepcopy(models)
-    together = train_seeds(stacked, [spec.batches(cfg, data, k) for k in seeds], spec.loss(cfg), cfg.train,
-                           torch.device("cpu"), pad_values=spec.batch_padding)
+    together = train(stacked, [spec.batches(cfg, data, k) for k in seeds], spec.loss(cfg), cfg.train,
+                     torch.device("cpu"), pad_values=spec.batch_padding)
     for a, b in zip(alone, together):
         assert [r["loss"] for r in b.history] == pytest.approx([r["loss"] for r in a.history], rel=1e-3)
+
+
+def test_one_seed_trains_the_model_itself_without_vmap():
+    model = torch.nn.Linear(3, 2)
+    one, two = SeedStack([model], loss_fn=None), SeedStack([model, torch.nn.Linear(3, 2)], loss_fn=None)
+    assert not one.stacked and all(one.params[n] is p for n, p in model.named_parameters())
+    assert two.stacked and two.params["weight"].shape == (2, 2, 3)
 
 
 def test_translation_batches_of_different_lengths_are_padded_to_one_shape():
@@ -99,31 +108,32 @@ def test_each_seed_is_clipped_by_its_own_global_norm():
             assert torch.allclose(p.grad, clipped.grad[s], rtol=1e-5, atol=1e-7)
 
 
-def test_a_killed_stack_resumes_where_it_stopped_and_ends_as_if_never_killed(tmp_path):
+@pytest.mark.parametrize("n_seeds", [1, 2])
+def test_a_killed_training_resumes_where_it_stopped_and_ends_as_if_never_killed(tmp_path, n_seeds):
     params = _params(tmp_path, "copy", steps=40, log_every=5)
     task, cfg = get_task("copy"), params.task("copy")
     data = task.load_data(tmp_path / "data")
     info = task.data_info(data)
-    build = [task.build_model(cfg.model, "rope", cfg.options("rope"), k, info) for k in (0, 1)]
+    build = [task.build_model(cfg.model, "rope", cfg.options("rope"), k, info) for k in range(n_seeds)]
 
-    def fit(models, resume=None, kill_at=None):
+    def fit(models, state_file=None, kill_at=None):
         def row_seen(row):
             if kill_at is not None and row["step"] == kill_at:
                 raise KeyboardInterrupt  # the kill, right after the state of step kill_at was saved
-        return train_seeds(models, [task.batches(cfg, data, k) for k in (0, 1)], copy_loss, cfg.train,
-                           torch.device("cpu"), on_rows=[row_seen, lambda row: None], resume=resume,
-                           resume_key={"run": "test"}, save_every_s=0.0)
+        return train(models, [task.batches(cfg, data, k) for k in range(len(models))], copy_loss, cfg.train,
+                     torch.device("cpu"), on_rows=[row_seen, *[lambda row: None] * (len(models) - 1)],
+                     state_file=state_file, state_key={"run": "test"}, save_every_s=0.0)
 
     torch.manual_seed(0)
     whole = fit(copy.deepcopy(build))
     state = tmp_path / "resume" / "copy" / "rope.pt"
     torch.manual_seed(0)
     with pytest.raises(KeyboardInterrupt):
-        fit(copy.deepcopy(build), resume=state, kill_at=25)
+        fit(copy.deepcopy(build), state_file=state, kill_at=25)
     assert torch.load(state, weights_only=False)["step"] == 20  # saved after the row of step 20, not 25's
     torch.manual_seed(123)  # the RNG state comes from the saved state, not from here
     models = copy.deepcopy(build)
-    resumed = fit(models, resume=state)
+    resumed = fit(models, state_file=state)
     for a, b in zip(whole, resumed):
         assert [r["step"] for r in b.history] == [r["step"] for r in a.history]
         assert [r["loss"] for r in b.history] == pytest.approx([r["loss"] for r in a.history], rel=1e-5)
@@ -137,8 +147,8 @@ def test_a_resume_file_of_another_training_is_ignored(tmp_path, capsys):
     models = [task.build_model(cfg.model, "none", cfg.options("none"), k, info) for k in (0, 1)]
     state = tmp_path / "state.pt"
     torch.save({"key": {"run": "another"}, "step": 5}, state)
-    results = train_seeds(models, [task.batches(cfg, data, k) for k in (0, 1)], copy_loss, cfg.train,
-                          torch.device("cpu"), resume=state, resume_key={"run": "this"})
+    results = train(models, [task.batches(cfg, data, k) for k in (0, 1)], copy_loss, cfg.train,
+                    torch.device("cpu"), state_file=state, state_key={"run": "this"})
     assert "holds another training state" in capsys.readouterr().out
     assert [r["step"] for r in results[0].history] == [5, 10]
 
@@ -169,31 +179,31 @@ def test_on_the_cpu_seeds_stack_only_where_it_pays_and_a_killed_sequential_stage
         tmp_path, monkeypatch):
     """Auto policy: on the CPU the copy task stacks (no padding), translation trains one seed after another
     (padding its seeds' batches costs more than stacking saves). A kill after seed 0 of a sequential stage
-    keeps seed 0: the next attempt copies it back instead of training it again."""
+    keeps seed 0: the next attempt restores it instead of training it again."""
     import pelab.runner.train as runner_train
 
     params = _params(tmp_path, "translation", steps=10, log_every=5)
     outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1)]
-    resume = tmp_path / ".resume" / "translation" / "rope.pt"
+    kept = tmp_path / ".kept" / "translation" / "rope"
     real_train, calls = runner_train.train, []
 
-    def dies_on_seed_1(model, *args, **kwargs):
+    def dies_on_seed_1(models, *args, **kwargs):
         calls.append(kwargs["desc"])
         if kwargs["desc"].endswith("seed 1") and len(calls) == 2:
             raise KeyboardInterrupt  # the kill
-        return real_train(model, *args, **kwargs)
+        return real_train(models, *args, **kwargs)
 
     monkeypatch.setattr(runner_train, "train", dies_on_seed_1)
     with pytest.raises(KeyboardInterrupt):
-        train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs, device="cpu", resume=resume)
-    assert (tmp_path / ".resume" / "translation" / "rope" / "seed_0" / "model.pt").exists()
+        train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs, device="cpu", kept=kept)
+    assert (kept / "seed_0" / "model.pt").exists()
     for out in outs:  # DVC deletes a stage's outputs before it runs the stage again
         if out.exists():
             shutil.rmtree(out)
-    costs = train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs, device="cpu", resume=resume)
+    costs = train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs, device="cpu", kept=kept)
     assert calls == ["translation rope seed 0", "translation rope seed 1", "translation rope seed 1"]
     assert all(c["seeds_together"] == 1 for c in costs) and (outs[0] / "model.pt").exists()
-    assert not (tmp_path / ".resume" / "translation" / "rope").exists()  # gone once every run is written
+    assert not (kept / "state.pt").exists()  # the state of a training is gone once its runs are written
 
     (tmp_path / "copy").mkdir()
     copy_params = _params(tmp_path / "copy", "copy", steps=10, log_every=5)
@@ -202,29 +212,69 @@ def test_on_the_cpu_seeds_stack_only_where_it_pays_and_a_killed_sequential_stage
     assert all(c["seeds_together"] == 2 for c in costs)
 
 
-def test_the_stage_saves_a_stacked_state_as_often_as_asked(tmp_path, monkeypatch):
-    """``train_runs(save_every_s=...)`` (the stage's ``--save-every``) reaches the stacked loop: with 0 s the state
-    is saved at every logged row, so a kill after the first row already finds it on disk."""
+def test_adding_a_seed_trains_only_that_seed_and_a_changed_input_retrains_every_seed(tmp_path, monkeypatch):
+    """The kept runs of a stacked stage: with seeds [0, 1] trained, [0, 1, 2] trains seed 2 alone and restores
+    0 and 1 unchanged (the same files); a changed learning rate makes every kept run stale."""
+    import pelab.runner.train as runner_train
+
+    params = _params(tmp_path, "copy", steps=10, log_every=5)
+    kept = tmp_path / ".kept" / "copy" / "rope"
+    outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1, 2)]
+    real_train, trained = runner_train.train, []
+
+    def recording(models, *args, **kwargs):
+        trained.append(len(models))
+        return real_train(models, *args, **kwargs)
+
+    monkeypatch.setattr(runner_train, "train", recording)
+    train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", outs[:2], device="cpu", kept=kept)
+    before = [(out / "model.pt").read_bytes() for out in outs[:2]]
+    shutil.rmtree(tmp_path / "runs")  # as DVC does before it reruns the stage
+    costs = train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
+    assert trained == [2, 1]  # seeds 0 and 1 together, then seed 2 alone
+    assert [(out / "model.pt").read_bytes() for out in outs[:2]] == before
+    assert [c["seeds_together"] for c in costs] == [2, 2, 1]
+
+    (tmp_path / "lr").mkdir()
+    faster = _params(tmp_path / "lr", "copy", steps=10, log_every=5, lr=0.002)
+    shutil.rmtree(tmp_path / "runs")
+    train_runs(faster, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
+    assert trained == [2, 1, 3]
+
+
+def test_the_fingerprint_of_kept_runs_follows_the_data(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.pt").write_bytes(b"a")
+    first = fingerprint(tmp_path / "data")
+    assert fingerprint(tmp_path / "data") == first
+    (tmp_path / "data" / "train.pt").write_bytes(b"b")
+    assert fingerprint(tmp_path / "data") != first
+
+
+def test_the_stage_saves_the_training_state_as_often_as_asked(tmp_path, monkeypatch):
+    """``train_runs(save_every_s=...)`` (the stage's ``--save-every``) reaches the loop: with 0 s the state is
+    saved at every logged row, so a kill after the first row already finds it on disk."""
     import pelab.runner.train as runner
 
     params = _params(tmp_path, "copy", steps=20, log_every=5)
-    resume = tmp_path / ".resume" / "copy" / "rope.pt"
+    kept = tmp_path / ".kept" / "copy" / "rope"
     seen: list[bool] = []
+    real_train = runner.train
 
     class Killed(Exception):
         pass
 
     def kill_at_second_row(*args, **kwargs):
         def first_seed_row(row):  # rows are logged, then the state is saved
-            seen.append(resume.exists())
+            seen.append((kept / "state.pt").exists())
             if len(seen) == 2:
                 raise Killed
 
         kwargs["on_rows"] = [first_seed_row, *kwargs["on_rows"][1:]]
-        return train_seeds(*args, **kwargs)
+        return real_train(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "train_seeds", kill_at_second_row)
+    monkeypatch.setattr(runner, "train", kill_at_second_row)
     with pytest.raises(Killed):
         train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", [tmp_path / "a", tmp_path / "b"], device="cpu",
-                   vectorise=True, resume=resume, save_every_s=0.0)
+                   stack=True, kept=kept, save_every_s=0.0)
     assert seen == [False, True]  # nothing saved before the first row; saved after it

@@ -1,0 +1,81 @@
+"""The finished runs of one (task, scheme) kept outside DVC's outputs, so that adding a seed trains only that
+seed and a killed training stage loses only the training in progress.
+
+DVC deletes a stage's outputs before it runs it again, and the seeds of a (task, scheme) are one stage. Its
+finished runs are therefore also kept, as hard links (no second copy on disk), in ``<folder>/seed_<k>``, and
+a copy of their live curves (which DVCLive appends to) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
+(``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
+it from now: ``identity`` (task, scheme, model and training sections, options, data info) and ``fingerprint``
+(the prepared data, the pelab code that training can run, and torch's version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pelab import io
+from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
+
+PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
+NOT_TRAINING = ("report", "analysis")  # subpackages of pelab that no training stage runs
+
+
+def fingerprint(data_dir: str | Path) -> str:
+    """sha256 of the prepared data's files, of every pelab module outside ``NOT_TRAINING``, and of torch's
+    version: a kept run trained under another one is retrained."""
+    digest = hashlib.sha256(torch.__version__.encode())
+    sources = [p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] not in NOT_TRAINING]
+    data = sorted(p for p in Path(data_dir).rglob("*") if p.is_file())
+    for root, paths in ((PACKAGE, sources), (Path(data_dir), data)):
+        for path in paths:
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class KeptRuns:
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.state_file = self.folder / "state.pt"
+
+    def restore(self, seed: int, identity: dict[str, Any], out_dir: str | Path, live_dir: str | Path | None) -> bool:
+        """Put the kept run of ``seed`` in ``out_dir`` (and its curves in ``live_dir``) if it was trained from
+        ``identity``; whether it was."""
+        kept = self.folder / f"seed_{seed}"
+        if not (kept / RUN_FILE).exists() or not (kept / WEIGHTS).exists():
+            return False
+        run = io.read_json(kept / RUN_FILE)
+        if run.get("seed") != seed or any(run.get(key) != value for key, value in identity.items()):
+            return False
+        if live_dir is not None and (self.folder / f"live_{seed}").exists():
+            shutil.rmtree(live_dir, ignore_errors=True)
+            shutil.copytree(self.folder / f"live_{seed}", live_dir)
+        with io.atomic_dir(out_dir) as tmp:
+            _link_tree(kept, tmp)
+        return True
+
+    def keep(self, seed: int, out_dir: str | Path, live_dir: str | Path | None) -> None:
+        """Keep the finished run in ``out_dir`` (and its curves) for the next run of the stage."""
+        with io.atomic_dir(self.folder / f"seed_{seed}") as tmp:
+            _link_tree(Path(out_dir), tmp)
+        if live_dir is not None and Path(live_dir).exists():
+            with io.atomic_dir(self.folder / f"live_{seed}") as tmp:
+                shutil.copytree(live_dir, tmp, dirs_exist_ok=True)
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """``target`` gets ``source``'s files as hard links (copies where the filesystem has none). Safe because a
+    run directory's files are only ever written whole (``io.atomic_dir``), never appended to."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link, dirs_exist_ok=True)
