@@ -70,7 +70,7 @@ def test_rope_even_head_dim_is_accepted() -> None:
 
 
 def test_learned_table_too_short_check_length() -> None:
-    pe = LearnedPositionalEncoding(d_model=8, n_heads=2, max_positions=16)
+    pe = LearnedPositionalEncoding(d_model=8, n_heads=2, max_positions=16, init="sinusoidal_norm")
     pe.check_length(16)  # exactly fits
     with pytest.raises(ValueError, match=r"has 16 rows, cannot encode a sequence of length 17") as err:
         pe.check_length(17)

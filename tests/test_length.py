@@ -361,8 +361,8 @@ def test_each_length_is_scored_over_several_position_draws_the_same_for_every_ru
     from pelab.tasks.length.evaluate import evaluate
 
     raw = smoke_raw(tasks=[], length_tasks=["reverse"], length_schemes=["rand_sinusoidal"])
-    raw["reverse"]["data"] = {**raw["reverse"]["data"], "n_test": 8}
-    raw["reverse"]["eval"] = {**raw["reverse"]["eval"], "position_draws": 4}
+    raw["length"]["data"] = {**raw["length"]["data"], "n_test": 8}
+    raw["length"]["eval"] = {**raw["length"]["eval"], "position_draws": 4}
     params = parse_params(raw)
     cfg = params.task("reverse")
     assert cfg.eval.position_draws == 4

@@ -27,7 +27,7 @@ def matrix_raw(task: str, scheme: str) -> dict:
     """The smoke composition with only ``task`` and ``scheme``, a few steps, no dropout (so the stacked and the
     one-by-one runs are the same runs to float tolerance)."""
     raw = smoke_raw(tasks=[task], seeds=SEEDS, pe={"schemes": [scheme]}, length_tasks=[], length_schemes=[])
-    section = raw[task]
+    section = raw[get_task(task).params_section]
     section["train"] = {**section["train"], "steps": 4, "log_every": 2, "warmup_steps": 1,
                         "checkpoints": min(section["train"].get("checkpoints", 0), 2)}
     section["model"] = {**section["model"], "dropout": 0.0}

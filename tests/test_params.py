@@ -66,34 +66,59 @@ def test_every_profile_composes_into_valid_typed_configs(repo_root, tmp_path):
         assert params.tasks[:2] == ("copy", "translation")
         assert set(params.tasks[2:]) == set(composed["length_tasks"]) and composed["length_tasks"]
         for task in composed["length_tasks"]:  # every length task reads the one shared block
-            assert composed[task] == {k: composed["length"][k] for k in ("data", "model", "train", "eval",
-                                                                          "positional")}
+            assert task not in composed and params.task(task).model == params.task(params.length_tasks[0]).model
 
 
 def test_each_task_reads_each_scheme_options_through_its_own_section(repo_root):
-    """`<task>.positional.<scheme>` follows the global `positional.<scheme>` unless the task overrides it."""
-    base = compose_params(repo_root / "conf", ["profile=smoke"])
-    changed = compose_params(repo_root / "conf", ["profile=smoke", "positional.rope.base=500"])
-    assert changed["copy"]["positional"]["rope"] == changed["translation"]["positional"]["rope"] == {"base": 500.0}
-    for task in ("copy", "translation"):
-        for scheme in main_schemes():
-            if scheme != "rope":
-                assert changed[task]["positional"][scheme] == base[task]["positional"][scheme]
-    # the copy task sizes T5's buckets to its lengths; translation keeps T5's own
-    assert base["copy"]["positional"]["t5"] == {"num_buckets": 48, "max_distance": 40}
-    assert base["translation"]["positional"]["t5"] == base["positional"]["t5"] == {"num_buckets": 32,
-                                                                                    "max_distance": 128}
+    """A scheme's options: its Options defaults, then `positional.<scheme>` (every task), then
+    `<section>.positional.<scheme>` (that task's, or the length study's, overrides)."""
+    from pelab.params import parse_params
+
+    base = parse_params(compose_params(repo_root / "conf", ["profile=smoke"]), check_cuda=False)
+    changed = parse_params(compose_params(repo_root / "conf", ["profile=smoke", "+positional.rope.base=500",
+                                                               "+positional.t5.num_buckets=64"]), check_cuda=False)
+    for task in base.tasks:
+        assert changed.task(task).options("rope").base == 500.0
+        for scheme in base.schemes_of(task):
+            if scheme not in ("rope", "t5"):
+                assert changed.task(task).options(scheme) == base.task(task).options(scheme)
+    # the copy task sizes T5's buckets to its lengths, over any global setting; translation keeps T5's own
+    assert (base.task("copy").options("t5").num_buckets, base.task("copy").options("t5").max_distance) == (48, 40)
+    assert changed.task("copy").options("t5").num_buckets == 48
+    assert (base.task("translation").options("t5").num_buckets, changed.task("translation").options("t5").num_buckets,
+            changed.task("translation").options("t5").max_distance) == (32, 64, 128)
+    # the length study's overrides: FIRE's threshold, a learned row for every evaluated position
+    assert base.task("reverse").options("fire").threshold == 16.0 and base.task("reverse").options("fire").init_c == 0.1
 
 
-def test_conf_positional_lists_every_scheme_with_exactly_its_declared_options(repo_root):
-    from pelab.positional import option_names
+def test_params_hold_no_copies(repo_root):
+    """No value is written twice: a scheme's defaults live in its Options (params list only what differs), every
+    length task reads the one `length` block, and the full profile's params.yaml stays short."""
+    from dataclasses import asdict
+
+    from pelab.positional import POSITIONAL_ENCODINGS
 
     composed = compose_params(repo_root / "conf")
-    assert list(composed["positional"]) == scheme_names()
-    for name, options in composed["positional"].items():
-        assert sorted(options) == option_names(name), name
+    blocks = {"positional": composed["positional"], "length.positional": composed["length"]["positional"],
+              **{f"{task}.positional": composed[task]["positional"] for task in composed["tasks"]}}
+    assert list(composed["positional"]) == scheme_names() and set(blocks["length.positional"]) == set(scheme_names())
     for task in composed["tasks"]:
         assert list(composed[task]["positional"]) == main_schemes(), task
-    assert list(composed["length"]["positional"]) == scheme_names()
-    for name, options in composed["length"]["positional"].items():
-        assert sorted(options) == option_names(name), name
+    for where, block in blocks.items():
+        for scheme, options in block.items():
+            defaults = asdict(POSITIONAL_ENCODINGS[scheme].Options())
+            assert all(options[k] != defaults[k] for k in options), f"{where}.{scheme} repeats a default"
+    assert not set(composed["length_tasks"]) & set(composed), "a length task has a section of its own"
+    assert len((repo_root / "params.yaml").read_text().splitlines()) <= 250
+
+
+def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():
+    """params.yaml holds only what differs from a scheme's defaults, so `pelab schemes` is where they are read."""
+    from click.testing import CliRunner
+
+    from pelab.cli import main
+
+    lines = {line.split()[0]: line for line in CliRunner().invoke(main, ["schemes"]).output.splitlines()}
+    assert list(lines) == scheme_names()
+    assert lines["t5"].endswith("options: num_buckets=32, max_distance=128")
+    assert lines["alibi"].endswith("options: -")

@@ -158,6 +158,13 @@ def test_t5_buckets_match_hf_on_a_position_grid() -> None:
     """The (Tq, Tk) matrix the T5 scheme actually builds, against HF's compute_bias layout."""
     q_pos, k_pos = torch.arange(40), torch.arange(40)
     relative = k_pos[None, :] - q_pos[:, None]  # memory_position - query_position, as in HF
-    ours = t5_relative_position_bucket(relative, bidirectional=True)
+    import inspect
+
+    from pelab.positional.t5 import T5Options
+
+    hf_defaults = inspect.signature(T5Attention._relative_position_bucket).parameters
+    sizes = {"num_buckets": T5Options().num_buckets, "max_distance": T5Options().max_distance}
+    assert sizes == {k: hf_defaults[k].default for k in sizes}  # the scheme's defaults are T5's own
+    ours = t5_relative_position_bucket(relative, bidirectional=True, **sizes)
     hf = T5Attention._relative_position_bucket(relative, bidirectional=True)
     assert_close(ours, hf, rtol=0, atol=0)

@@ -24,6 +24,7 @@ from torch.testing import assert_close
 from pelab import io
 from pelab.positional import scheme_names
 from pelab.positional.none import NoPositionalEncoding
+from pelab.tasks import get_task
 from pelab.tasks.translation import bleu
 from pelab.tasks.translation.config import DecodeConfig, Seq2SeqConfig, TranslationDataConfig
 from pelab.tasks.translation.data import (

@@ -81,14 +81,17 @@ def main() -> None:
 
 @main.command()
 def schemes() -> None:
-    """List the registered positional schemes, the slots (embed / rotate / bias) they use and their options."""
-    from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, option_names
+    """List the registered positional schemes, the slots (embed / rotate / bias) they use and their options with
+    their defaults (what ``positional.<scheme>`` and ``<task>.positional.<scheme>`` in params override)."""
+    from dataclasses import asdict
+
+    from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding
 
     for name, cls in POSITIONAL_ENCODINGS.items():
         slots = [hook for hook in ("embed", "rotate", "bias")
                  if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
-        options = ", ".join(option_names(name)) or "-"
-        click.echo(f"{name:12s} {', '.join(slots) or '(no-op)':8s}  options: {options:28s} {cls.__name__}")
+        options = ", ".join(f"{k}={v}" for k, v in asdict(cls.Options()).items()) or "-"
+        click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':19s} {cls.__name__:40s} options: {options}")
 
 
 @main.command()
@@ -150,7 +153,7 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
     raw["tasks"], raw["length_tasks"] = [task_name], []  # this one task, whichever study it belongs to
     raw["seeds"] = [seed]
     if steps is not None:
-        raw.setdefault(task_name, {}).setdefault("train", {})["steps"] = steps
+        raw.setdefault(task.params_section, {}).setdefault("train", {})["steps"] = steps
     if device is not None:
         raw["device"] = device
     params = parse_params(raw)

@@ -83,10 +83,16 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
     unknown = sorted(set(positional_raw) - set(scheme_names()))
     if unknown:
         raise ValueError(f"unknown scheme(s) {unknown} in positional; valid choices: {', '.join(scheme_names())}")
-    for name in scheme_names():  # the global options every task inherits (a task's own are checked with it)
+    for name in scheme_names():  # the options every task inherits (a task's own overrides are checked with it)
         scheme_options(name, positional_raw.get(name))
-    task_configs = {name: get_task(name).config(raw.get(name), length_schemes if name in length_tasks else schemes)
-                    for name in tasks}
+    task_configs = {}
+    for name in tasks:
+        task = get_task(name)
+        if task.section is not None and name in raw:
+            raise ValueError(f"params section {name!r}: task {name!r} reads the {task.section!r} section; move its "
+                             f"settings there")
+        task_configs[name] = task.config(raw.get(task.params_section),
+                                         length_schemes if name in length_tasks else schemes, positional_raw)
     return Params(
         profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,

@@ -48,8 +48,8 @@ class FIREOptions:
 class FIREPositionalEncoding(PositionalEncoding):
     Options = FIREOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, mlp_width: int = 32,
-                 init_c: float = 0.1, threshold: float = 512.0) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, mlp_width: int,
+                 init_c: float, threshold: float) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, n_heads))
         self.c = nn.Parameter(torch.tensor(float(init_c)))

@@ -102,8 +102,8 @@ def t5_relative_position_bucket(
     relative_position: torch.Tensor,
     *,
     bidirectional: bool,
-    num_buckets: int = 32,
-    max_distance: int = 128,
+    num_buckets: int,
+    max_distance: int,
 ) -> torch.Tensor:
     """Bucket of each relative position (key − query), as in T5 (Raffel et al. 2020,
     https://arxiv.org/abs/1910.10683, and mesh-tensorflow's ``_relative_position_bucket``).

@@ -39,8 +39,8 @@ class LearnedOptions:
 class LearnedPositionalEncoding(PositionalEncoding):
     Options = LearnedOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int = 128,
-                 init: str = "sinusoidal_norm") -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int,
+                 init: str) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.max_positions = max_positions
         self.table = nn.Embedding(max_positions, d_model)  # (P, D)

@@ -29,7 +29,7 @@ class RandomizedPositions(PositionalEncoding):
 
     Inner: type[PositionalEncoding]
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_position: int = 512,
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_position: int,
                  **inner_options: Any) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.max_position = max_position

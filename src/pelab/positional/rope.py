@@ -26,7 +26,7 @@ class RotaryOptions:
 class RotaryPositionalEncoding(PositionalEncoding):
     Options = RotaryOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float = 10000.0) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(

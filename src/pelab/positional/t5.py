@@ -41,8 +41,8 @@ class T5RelativePositionalEncoding(PositionalEncoding):
         d_model: int,
         n_heads: int,
         causal: bool = False,
-        num_buckets: int = 32,
-        max_distance: int = 128,
+        num_buckets: int,
+        max_distance: int,
     ) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.num_buckets = num_buckets

@@ -36,8 +36,8 @@ class XPosOptions:
 class XPosPositionalEncoding(RotaryPositionalEncoding):
     Options = XPosOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float = 10000.0,
-                 gamma: float = 0.4, scale_base: float = 512.0) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float,
+                 gamma: float, scale_base: float) -> None:
         if not causal:
             raise ValueError("scheme 'xpos' applies to causal attention only (its scale grows for keys right of the "
                              "query); use it with causal tasks, e.g. the length study's <problem>_causal")

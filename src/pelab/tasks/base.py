@@ -75,20 +75,30 @@ class Task(ABC):
     batch_padding: ClassVar[tuple[int, ...] | None] = None
     # the forms of attention its models use, each scheme is built in: bidirectional (False) and/or causal (True)
     attention_forms: ClassVar[tuple[bool, ...]] = (False, True)
+    # the params section the task reads, when tasks share one (the length study's ``length:``); else its name
+    section: ClassVar[str | None] = None
+
+    @property
+    def params_section(self) -> str:
+        return self.section or self.name
 
     # ---------------------------------------------------------------------------------- configuration
-    def config(self, raw: dict[str, Any] | None, schemes: tuple[str, ...] = ()) -> TaskConfig:
-        """Validate ``params[<name>]``; every scheme of the study must be buildable at the task's lengths."""
+    def config(self, raw: dict[str, Any] | None, schemes: tuple[str, ...] = (),
+               defaults: dict[str, Any] | None = None) -> TaskConfig:
+        """Validate ``params[<params_section>]``; every scheme of the study must be buildable at the task's
+        lengths. A scheme's options: its ``Options`` defaults, then ``defaults[scheme]`` (params
+        ``positional.<scheme>``), then the section's ``positional.<scheme>``."""
         from pelab.positional import scheme_options
 
-        raw = dict(raw or {})
+        raw, key, defaults = dict(raw or {}), self.params_section, dict(defaults or {})
         unknown = sorted(set(raw) - {*SECTIONS, "positional"})
         if unknown:
-            raise ValueError(f"unknown key(s) {unknown} in {self.name}; valid keys: "
+            raise ValueError(f"unknown key(s) {unknown} in {key}; valid keys: "
                              f"{', '.join(sorted({*SECTIONS, 'positional'}))}")
-        parts = {s: from_dict(self.sections[s], raw.get(s), f"{self.name}.{s}") for s in SECTIONS}
+        parts = {s: from_dict(self.sections[s], raw.get(s), f"{key}.{s}") for s in SECTIONS}
         positional_raw = dict(raw.get("positional") or {})
-        positional = {s: scheme_options(s, positional_raw.get(s), f"{self.name}.positional.{s}")
+        positional = {s: scheme_options(s, {**(defaults.get(s) or {}), **(positional_raw.get(s) or {})},
+                                        f"{key}.positional.{s}")
                       for s in (schemes or positional_raw)}
         cfg = TaskConfig(self.name, positional=positional, **parts)
         self.check(cfg)

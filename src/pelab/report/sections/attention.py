@@ -1,4 +1,4 @@
-"""Analysis 8: attention maps on one copy example (copy-task post)."""
+"""Attention maps on one copy example (copy-task post)."""
 
 from __future__ import annotations
 

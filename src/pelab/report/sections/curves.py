@@ -1,4 +1,4 @@
-"""Analysis 9: training and held-out loss curves of the copy task."""
+"""Training and held-out loss curves of the copy task."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Analysis 5: distance decay, raw and through trained W_q, W_k (translation report, after TENER)."""
+"""Distance decay, raw and through trained W_q, W_k (translation report, after TENER)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Analysis 7: constant norm of sinusoidal rows and relative-only RoPE scores."""
+"""Constant norm of sinusoidal rows and relative-only RoPE scores."""
 
 from __future__ import annotations
 

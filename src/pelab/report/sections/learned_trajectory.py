@@ -1,4 +1,4 @@
-"""Analysis 4: the learned table during training, PCA trajectory (copy-task post) and MDS (translation report)."""
+"""The learned table during training, PCA trajectory (copy-task post) and MDS (translation report)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Analysis 2: the position tables as heatmaps (translation report)."""
+"""The position tables as heatmaps (translation report)."""
 
 from __future__ import annotations
 

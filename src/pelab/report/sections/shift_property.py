@@ -1,4 +1,4 @@
-"""Analysis 6: the linear shift property of the sinusoidal table (linear-shift notebook)."""
+"""The linear shift property of the sinusoidal table (linear-shift notebook)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Analysis 3: similarity between positions (copy-task post)."""
+"""Similarity between positions (copy-task post)."""
 
 from __future__ import annotations
 

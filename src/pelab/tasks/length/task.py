@@ -43,6 +43,7 @@ class LengthTask(Task):
 
     problem: ClassVar[str]
     causal: ClassVar[bool]
+    section = "length"  # every length task reads the one ``length:`` block of params
     draws_positions = True  # LengthTransformer asks randomized schemes for its positions
     vectorises = False  # each step draws one training length per seed: the seeds' batches differ in shape
     sections = {"data": LengthDataConfig, "model": LengthModelConfig, "train": TrainConfig, "eval": LengthEvalConfig}
