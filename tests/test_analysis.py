@@ -1,4 +1,4 @@
-"""The numbers the report states about the references' analyses (``pelab.analysis``), checked on known inputs."""
+"""The numbers the report states about the references' analyses (``pelab.report.analyses``), checked on known inputs."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pelab.analysis import attention, distance_decay, learned_table, norms, shift_property, similarity
 from pelab.positional.functional import sinusoidal_table
-from pelab.report.anchors import ANCHORS, anchors_table
+from pelab.report.analyses import attention, distance_decay, invariants, learned_table, shift_property, similarity
+from pelab.report.analyses.anchors import ANCHORS, anchors_table
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
@@ -58,21 +58,21 @@ def test_shift_matrix_is_a_rotation_that_composes() -> None:
 # Norms and relative-only RoPE -------------------------------------------------------------------------
 @pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float64, 1e-12), (torch.float32, 1e-5)])
 def test_sinusoidal_rows_have_norm_sqrt_half_d(dtype: torch.dtype, tolerance: float) -> None:
-    assert norms.sinusoidal_norm_deviation(200, 256, dtype=dtype) < tolerance
-    assert norms.sinusoidal_norm_deviation(40, 64, dtype=dtype) < tolerance
-    assert_close(norms.sinusoidal_row_norms(5, 8), torch.full((5,), 2.0, dtype=torch.float64))  # the notes' output
+    assert invariants.sinusoidal_norm_deviation(200, 256, dtype=dtype) < tolerance
+    assert invariants.sinusoidal_norm_deviation(40, 64, dtype=dtype) < tolerance
+    assert_close(invariants.sinusoidal_row_norms(5, 8), torch.full((5,), 2.0, dtype=torch.float64))  # the notes' output
 
 
 @pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float64, 1e-12), (torch.float32, 1e-5)])
 def test_rope_scores_depend_on_the_offset_only(dtype: torch.dtype, tolerance: float) -> None:
-    assert norms.rope_relative_deviation(64, 16, dtype=dtype) < tolerance
+    assert invariants.rope_relative_deviation(64, 16, dtype=dtype) < tolerance
 
 
 def test_diagonal_spread_detects_non_toeplitz_matrices() -> None:
     toeplitz = torch.tensor([[1.0, 2.0, 3.0], [4.0, 1.0, 2.0], [5.0, 4.0, 1.0]])
-    assert float(norms.diagonal_spread(toeplitz).max()) == 0.0
+    assert float(invariants.diagonal_spread(toeplitz).max()) == 0.0
     toeplitz[1, 2] = 2.5
-    assert float(norms.diagonal_spread(toeplitz)[3]) == pytest.approx(0.5)  # offset +1 is index T−1+1 = 3
+    assert float(invariants.diagonal_spread(toeplitz)[3]) == pytest.approx(0.5)  # offset +1 is index T−1+1 = 3
 
 
 # Distance decay -------------------------------------------------------------------------------------
@@ -233,8 +233,8 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     import pandas as pd
     from conftest import smoke_params
 
+    from pelab.report.analyses import translation_analyses
     from pelab.report.context import ReportContext
-    from pelab.report.sections import translation_analyses
     from pelab.tasks.translation.config import Seq2SeqConfig
     from pelab.tasks.translation.model import build_seq2seq_model
 

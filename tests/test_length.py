@@ -10,8 +10,8 @@ from conftest import smoke_raw
 
 from pelab import io
 from pelab.aggregate import aggregate
-from pelab.analysis.length_ranking import ranking, reciprocal_ranks
 from pelab.params import parse_params
+from pelab.report.length import ranking, reciprocal_ranks
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_run
 from pelab.tasks import get_task
@@ -388,7 +388,7 @@ def test_each_length_is_scored_over_several_position_draws_the_same_for_every_ru
 
 def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     """xPos subclasses RoPE's class: it gets no PI/NTK rows, and rows of another scheme never join rope+PI."""
-    from pelab.report.sections.length import with_rope_variants
+    from pelab.report.length import with_rope_variants
     from pelab.tasks.length import data as length_data
     from pelab.tasks.length.evaluate import evaluate
 

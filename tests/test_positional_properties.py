@@ -333,8 +333,8 @@ def test_trailing_padding_keeps_every_output_finite(scheme: str) -> None:
 def test_copy_t5_buckets_give_every_copy_offset_its_own_bucket(profile, repo_root):
     """The copy task's offsets (output L+1+i reads input i: offset L+1 for L up to max_len) must not share a
     bucket; T5's own 32/128 merged offsets 8-11, so it could not tell the copy offsets of lengths 7-9 apart."""
-    from pelab.analysis.t5_buckets import buckets, distinct_up_to
     from pelab.compose import compose_params
+    from pelab.report.copy import buckets, distinct_up_to
 
     cfg = compose_params(repo_root / "conf", [f"profile={profile}"])
     t5, max_len = cfg["copy"]["positional"]["t5"], cfg["copy"]["data"]["max_len"]

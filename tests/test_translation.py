@@ -598,7 +598,7 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     from pelab.compose import compose_params
     from pelab.params import load_params
     from pelab.report.context import ReportContext
-    from pelab.report.sections.translation import section as translation_section
+    from pelab.report.translation import section as translation_section
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run
     from pelab.tasks import get_task

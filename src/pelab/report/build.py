@@ -1,8 +1,15 @@
-"""Write reports/report.md and its figures: a header, then every section of ``pelab.report.sections``."""
+"""Write reports/report.md and its figures: a header, then ``SECTIONS`` in order.
+
+A section is ``section(ctx) -> list[str]`` of markdown lines over one ``ReportContext``, drawing its figures into
+``ctx.figures_dir``; it returns nothing when its task is not in the study. The report is sliced the way a reader
+looks for it: one module per study (``copy``, ``translation``, ``length``) and one per analysis
+(``analyses/<name>.py``), each holding its computation, its figure and its prose.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -11,10 +18,39 @@ from tqdm.auto import tqdm
 
 from pelab import io
 from pelab.params import Params
+from pelab.report import analyses, copy, length, translation
+from pelab.report.analyses import (
+    anchors,
+    attention,
+    curves,
+    distance_decay,
+    invariants,
+    learned_trajectory,
+    position_tables,
+    shift_property,
+    similarity,
+    translation_analyses,
+)
 from pelab.report.context import ReportContext
-from pelab.report.sections import SECTIONS
 from pelab.report.style import setup
 from pelab.report.tables import FIVE_SEEDS
+
+
+def _copy_only(section: Callable[[ReportContext], list[str]]) -> Callable[[ReportContext], list[str]]:
+    return lambda ctx: section(ctx) if ctx.has_task("copy") else []
+
+
+# In report order: the copy study, the references' analyses (most on the copy models), translation, length.
+SECTIONS: list[Callable[[ReportContext], list[str]]] = [
+    copy.section,
+    analyses.intro,
+    *(_copy_only(m.section) for m in (position_tables, similarity, learned_trajectory, distance_decay,
+                                       shift_property, invariants, attention, curves)),
+    translation_analyses.section,
+    anchors.section,
+    translation.section,
+    length.section,
+]
 
 
 def header(ctx: ReportContext) -> list[str]:

@@ -8,7 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from pelab.positional import scheme_names  # noqa: E402
 
@@ -36,3 +38,17 @@ def save(fig: plt.Figure, path: Path) -> Path:
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def symmetric_heatmap(ax, values: np.ndarray, title: str, xlabel: str, ylabel: str, cmap: str = "RdBu_r"):
+    """imshow with a colour scale symmetric around zero and a colourbar."""
+    limit = float(np.abs(values).max()) or 1.0
+    image = ax.imshow(values, cmap=cmap, vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(False)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    plt.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    return image

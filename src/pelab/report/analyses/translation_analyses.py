@@ -1,17 +1,24 @@
-"""Analyses 2, 4 and 8 on the translation encoder-decoders: position tables, MDS, attention maps."""
+"""The analyses on the translation models: position tables and MDS of the trained learned tables, and the
+encoder self, decoder self and cross attention on one sentence."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
-from pelab.analysis import attention, learned_table
 from pelab.positional.functional import sinusoidal_table
-from pelab.report import analysis_figures as figures
-from pelab.report.context import ReportContext
-from pelab.report.sections._shared import (
+from pelab.report.analyses import attention, learned_table
+from pelab.report.analyses.learned_trajectory import draw_mds_and_distances
+from pelab.report.analyses.position_tables import draw_position_tables
+from pelab.report.common import (
     over_seeds,
     sinusoidal_base,
 )
+from pelab.report.context import ReportContext
+from pelab.report.style import save
 from pelab.report.tables import markdown_table
 from pelab.tasks.translation.data import BOS_ID
 
@@ -31,11 +38,11 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
     encoder, decoder = (pe.table.weight[:rows].detach().double() for pe in (model.encoder.pe, model.decoder.pe))
     sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model,
                                   sinusoidal_base(ctx))
-    figures.position_tables({"sinusoidal": sinusoidal.numpy(), f"learned, encoder (seed {ctx.seed})": encoder.numpy(),
+    draw_position_tables({"sinusoidal": sinusoidal.numpy(), f"learned, encoder (seed {ctx.seed})": encoder.numpy(),
                              f"learned, decoder (seed {ctx.seed})": decoder.numpy()},
                             ctx.figure("translation_pe_tables.png"))
     coords, stress = learned_table.mds_2d(encoder, seed=ctx.seed)
-    figures.mds_and_distances(coords, {"encoder": learned_table.offset_distance_curve(encoder),
+    draw_mds_and_distances(coords, {"encoder": learned_table.offset_distance_curve(encoder),
                                        "decoder": learned_table.offset_distance_curve(decoder)},
                               ctx.figure("translation_learned_mds.png"))
     rho = {"encoder": [], "decoder": []}
@@ -73,7 +80,7 @@ def _translation_attention(ctx: ReportContext, schemes: list[str], data) -> list
                 local[kind].append(float(attention.local_mass(maps[kind]).mean()))
             if seed == ctx.seed:
                 name = f"translation_attention_{scheme}.png"
-                figures.seq2seq_attention({k: v.numpy() for k, v in maps.items()}, src_labels, tgt_labels,
+                draw_seq2seq_attention({k: v.numpy() for k, v in maps.items()}, src_labels, tgt_labels,
                                           f"{scheme} (seed {seed}), {split} sentence {index}, teacher-forced reference",
                                           ctx.figure(name))
                 images += [ctx.image(f"translation attention, {scheme}", name), ""]
@@ -100,3 +107,35 @@ def section(ctx: ReportContext) -> list[str]:
     if ctx.translation_data is None:
         return lines + ["Translation attention maps need the prepared corpus (its tokenizer); none was given.", ""]
     return lines + _translation_attention(ctx, schemes, ctx.translation_data)
+
+
+def draw_seq2seq_attention(maps: dict[str, np.ndarray], src_labels: list[str], tgt_labels: list[str], title: str,
+                      path: Path) -> Path:
+    """Rows: encoder self, decoder self, cross attention; columns: layers; each panel the mean over heads.
+
+    maps: {kind: (L, H, Tq, Tk)}; queries on the y axis, keys on the x axis, tokens as tick labels."""
+    kinds = list(maps)
+    n_layers = max(m.shape[0] for m in maps.values())
+    labels = {"encoder self": (src_labels, src_labels), "decoder self": (tgt_labels, tgt_labels),
+              "cross": (tgt_labels, src_labels)}
+    sides = {"encoder self": ("source", "source"), "decoder self": ("target", "target"), "cross": ("target", "source")}
+    size = max(3.0, 0.16 * max(len(src_labels), len(tgt_labels)))
+    fig, axes = plt.subplots(len(kinds), n_layers, figsize=(size * n_layers + 1.0, size * len(kinds) + 0.8),
+                             squeeze=False, layout="constrained")
+    for row, kind in enumerate(kinds):
+        query_labels, key_labels = labels[kind]
+        for layer in range(n_layers):
+            ax = axes[row, layer]
+            if layer >= maps[kind].shape[0]:
+                ax.axis("off")
+                continue
+            image = ax.imshow(maps[kind][layer].mean(0), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+            ax.grid(False)
+            ax.set_xticks(range(len(key_labels)), key_labels, rotation=90, fontsize=6)
+            ax.set_yticks(range(len(query_labels)), query_labels, fontsize=6)
+            ax.set_title(f"{kind}, layer {layer} (mean over heads)", fontsize=9)
+            ax.set_ylabel(f"query ({sides[kind][0]})", fontsize=8)
+            ax.set_xlabel(f"key ({sides[kind][1]})", fontsize=8)
+    fig.colorbar(image, ax=axes, fraction=0.015, pad=0.01, label="attention weight")
+    fig.suptitle(title, fontsize=11)
+    return save(fig, path)

@@ -1,8 +1,4 @@
-"""Published numbers from the reference documents, kept as data, and the table that puts ours beside them.
-
-Each anchor names where the number comes from, what of ours it is compared with, and why the two are
-not the same measurement. Our side is read from the tidy records (mean ± sd over seeds, 95% interval).
-"""
+"""Anchors: our copy and translation numbers beside the published ones they reproduce."""
 
 from __future__ import annotations
 
@@ -10,26 +6,35 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from pelab.report.context import ReportContext
 from pelab.report.tables import markdown_table, seed_values
 from pelab.stats import format_interval, format_mean_sd, metric_summary
 
 COPY_POST = "copy-task post, “Compare Schemes Accuracies” (peluche 2023), mean of 5 runs"
+
 C05_REPORT = "C05 translation report, “Train & Evaluation Results” (best of 3 runs)"
+
 
 COPY_CAVEAT = (
     "The post trains its own model at context 10 (`7 1 8 2 <copy> _ _ _ _ _`); its notebook counts a "
     "sequence as right only if the whole output row matches, which is our exact match. Ours: context {context}, "
     "{n_layers} layers, d = {d_model}, held-out sequences"
 )
+
+
 CHAR_BLEU_CAVEAT = (
     "The report's “BLEU-4” is NLTK's corpus BLEU on raw strings, i.e. over characters, on a 0–1 scale; ours here "
     "is the same computation (`nltk_char_bleu`, ×100). Same kind of number, but a different corpus (IWSLT2017 "
     "fr→en there), tokenizer and model size (6+6 layers, d = 512 there), so only roughly comparable"
 )
+
+
 WORD_BLEU_CAVEAT = (
     "Not comparable: the published number is character-level NLTK BLEU (0–1); ours is word-level corpus "
     "sacreBLEU (0–100), the standard translation BLEU"
 )
+
+
 LOSS_CAVEAT = ("Different data (IWSLT2017 fr→en), tokenizer and model size: only the order of magnitude is "
                "comparable")
 
@@ -106,3 +111,15 @@ def anchors_table(records: pd.DataFrame, caveat_values: dict[str, object]) -> st
     header = ["task", "scheme", "published quantity", "published", "ours: mean ± sd [95% CI], n seeds", "note"]
     legend = [f"({mark}) {source}. {caveat}." for (source, caveat), mark in notes.items()]
     return markdown_table(header, rows) + "\n\n" + "\n\n".join(legend)
+
+
+def section(ctx: ReportContext) -> list[str]:
+    if not ctx.has_task("copy"):
+        return []
+    return [
+        "### Anchors: our numbers beside published ones",
+        "",
+        anchors_table(ctx.records, {"context": ctx.copy.data.context, "n_layers": ctx.copy.model.n_layers,
+                                    "d_model": ctx.copy.model.d_model}),
+        "",
+    ]

@@ -1,15 +1,28 @@
-"""The report's translation section: BLEU/chrF table, NLTK comparison with the reference report,
-BLEU by source length, loss curves, example translations, cost, and the baseline choices."""
+"""The translation study's section of the report: BLEU and chrF per scheme with paired bootstrap resampling
+(sacreBLEU), BLEU by source length, loss curves, NLTK BLEU beside the reference report, examples, cost.
+
+sacreBLEU's paired bootstrap resampling between systems (Koehn 2004, https://aclanthology.org/W04-3250/),
+the field's standard test for a BLEU difference on one test set, run on the hypotheses every evaluation saves.
+
+It answers a different question from the sign-flip test over seeds: for one trained model of each scheme,
+is the BLEU difference larger than the sampling noise of the test sentences? It says nothing about another
+training seed, so the report runs it once per seed and shows how many seeds agree.
+"""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
 import pandas as pd
+from sacrebleu.metrics import BLEU
+from sacrebleu.significance import PairedTest
 
 from pelab import io
-from pelab.analysis.bleu_significance import RESAMPLES, paired_bootstrap, read_lines
-from pelab.report import translation_figures
 from pelab.report.context import ReportContext
-from pelab.report.sections.copy import choices
+from pelab.report.copy import choices
+from pelab.report.style import save, scheme_palette
 from pelab.report.tables import (
     comparison_table,
     cost_table,
@@ -22,10 +35,12 @@ from pelab.report.tables import (
 from pelab.stats import format_mean_sd, summarize
 
 TASK = "translation"
+
 BLEU_BY_LENGTH, LOSS = "translation_bleu_by_length.png", "translation_loss_curves.png"
 
 # The reference report's NLTK "BLEU-4" (IWSLT2017 fr-en, best of three runs, raw strings -> character n-grams).
 REFERENCE_NLTK = {"sinusoidal": 0.3187, "learned": 0.3717, "rope": 0.5594}
+
 
 PROFILE_NOTES = {
     "full": "Profile **full**: the strong-baseline configuration, meant for one GPU.",
@@ -182,8 +197,8 @@ def section(ctx: ReportContext) -> list[str]:
     stats, vocab = run_meta["cost"], run_meta["info"].get("vocab_size", "?")
 
     figures = ctx.figures_dir
-    translation_figures.bleu_by_length(records, schemes, splits, buckets, figures / BLEU_BY_LENGTH)
-    translation_figures.loss_curves(curves, schemes, figures / LOSS)
+    draw_bleu_by_length(records, schemes, splits, buckets, figures / BLEU_BY_LENGTH)
+    draw_loss_curves(curves, schemes, figures / LOSS)
 
     columns = [(first, "bleu_beam", f"BLEU {first}, beam"), (first, "chrf_beam", "chrF, beam"),
                (first, "bleu_greedy", "BLEU, greedy")]
@@ -288,3 +303,72 @@ def section(ctx: ReportContext) -> list[str]:
         "",
     ]
     return lines
+
+
+def draw_bleu_by_length(
+    records: pd.DataFrame, schemes: list[str], splits: list[str], buckets: list[str], path: Path,
+    metric: str = "bleu_beam",
+) -> Path:
+    """Corpus BLEU of each source-length bucket: mean over seeds ± sd, one line per scheme, a panel per split."""
+    palette = scheme_palette()
+    rows = records[(records["task"] == TASK) & (records["metric"] == metric) & records["length"].isin(buckets)]
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.5 * len(splits), 4), sharey=True, squeeze=False)
+    for ax, split in zip(axes[0], splits):
+        for offset, scheme in enumerate(schemes):
+            sel = rows[(rows["pe"] == scheme) & (rows["split"] == split)]
+            stats = sel.groupby("length")["value"].agg(["mean", "std"]).reindex(buckets)
+            x = [i + 0.06 * (offset - (len(schemes) - 1) / 2) for i in range(len(buckets))]
+            ax.errorbar(x, stats["mean"], yerr=stats["std"].fillna(0), marker="o", ms=4, capsize=3, lw=1.2,
+                        label=scheme, color=palette[scheme])
+        ax.set_xticks(range(len(buckets)), buckets)
+        ax.set_xlabel("source length (French words)")
+        ax.set_title(split, fontsize=10)
+    axes[0][0].set_ylabel(f"sacreBLEU, {metric.split('_')[-1]} search (mean ± sd over seeds)")
+    axes[0][-1].legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def draw_loss_curves(curves: pd.DataFrame, schemes: list[str], path: Path) -> Path:
+    """Training loss (label-smoothed) and validation cross-entropy: mean over seeds, band = min–max."""
+    palette = scheme_palette()
+    data = curves[curves["task"] == TASK]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    panels = (("loss", "training loss (label-smoothed)"), ("val_loss", "validation cross-entropy per token"))
+    for ax, (column, title) in zip(axes, panels):
+        for scheme in schemes:
+            sel = data[data["pe"] == scheme].dropna(subset=[column])
+            stats = sel.groupby("step")[column].agg(["mean", "min", "max"]).reset_index()
+            ax.plot(stats["step"], stats["mean"], label=scheme, color=palette[scheme], lw=1.4)
+            ax.fill_between(stats["step"], stats["min"], stats["max"], color=palette[scheme], alpha=0.15)
+        ax.set_xlabel("training step")
+        ax.set_title(title, fontsize=10)
+    axes[1].legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+RESAMPLES = 1000  # sacreBLEU's default for --paired-bs
+
+
+def read_lines(path: Path) -> list[str]:
+    return Path(path).read_text().splitlines()
+
+
+def paired_bootstrap(baseline: list[str], systems: dict[str, list[str]], references: list[str],
+                     resamples: int = RESAMPLES) -> dict[str, dict[str, float]]:
+    """{system: {"bleu", "baseline_bleu", "p"}}: sacreBLEU's paired bootstrap p of each system against the
+    baseline on the same references (its fixed resampling seed, SACREBLEU_SEED=12345 by default)."""
+    named = [("baseline", baseline), *systems.items()]
+    test = PairedTest(named, {"BLEU": BLEU(references=[references])}, references=None, test_type="bs",
+                      n_samples=resamples)
+    _, scores = test()
+    results = scores["BLEU"]
+    base = results[0].score
+    out = {}
+    for name, r in zip(scores["System"][1:], results[1:]):
+        # sacreBLEU counts resamples strictly beyond the observed difference, so identical outputs get
+        # p = 1/(n+1) instead of 1; there is nothing to test then.
+        p = 1.0 if systems[name] == baseline else (r.p_value if r.p_value is not None else math.nan)
+        out[name] = {"bleu": r.score, "baseline_bleu": base, "p": p}
+    return out

@@ -1,21 +1,24 @@
-"""The position tables as heatmaps (translation report)."""
+"""The position tables as heatmaps (translation report): sinusoidal, and the trained learned table."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
-from pelab.analysis import learned_table
 from pelab.positional.functional import sinusoidal_table
-from pelab.report import analysis_figures as figures
-from pelab.report.context import ReportContext
-from pelab.report.sections._shared import (
+from pelab.report.analyses import learned_table
+from pelab.report.common import (
     has_snapshots,
     sci,
     sinusoidal_base,
     snapshots_path,
 )
+from pelab.report.context import ReportContext
+from pelab.report.style import save, symmetric_heatmap
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -43,5 +46,20 @@ def section(ctx: ReportContext) -> list[str]:
     else:
         reading.append("`learned` is not among this run's schemes (or saved no snapshots), so only the "
                        "sinusoidal table is shown.")
-    figures.position_tables(tables, ctx.figure("pe_tables.png"), trained_rows=ctx.copy.data.context)
+    draw_position_tables(tables, ctx.figure("pe_tables.png"), trained_rows=ctx.copy.data.context)
     return lines + [" ".join(reading), "", ctx.image("position tables", "pe_tables.png"), ""]
+
+
+def draw_position_tables(tables: dict[str, np.ndarray], path: Path, trained_rows: int | None = None) -> Path:
+    """Heatmaps of position tables (rows = positions, columns = dimensions), one panel each.
+
+    trained_rows: draw a line under the last position seen in training."""
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 4.2), squeeze=False)
+    for ax, (title, table) in zip(axes[0], tables.items()):
+        symmetric_heatmap(ax, table, title, "dimension", "position")
+        if trained_rows is not None and trained_rows < table.shape[0]:
+            ax.axhline(trained_rows - 0.5, color="black", lw=1.2, ls="--")
+            ax.text(table.shape[1] - 0.5, trained_rows + 0.3, "not seen in training ↓", ha="right", va="top",
+                    fontsize=8, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})
+    fig.tight_layout()
+    return save(fig, path)

@@ -1,12 +1,24 @@
-"""The length-generalisation study: accuracy at every length, mean accuracy beyond N, a cross-task ranking."""
+"""The length-generalisation study's section of the report: accuracy by length per task and scheme, in and
+beyond the training lengths, and the schemes ranked across tasks.
+
+Cross-task ranking of schemes by accuracy beyond the training lengths: mean reciprocal rank (MRR), as the
+NoPE study ranks schemes across its tasks (Kazemnejad et al. 2023, https://arxiv.org/abs/2305.19466, §4).
+
+For each task the schemes are ranked by a score (rank 1 = best; ties share the mean of their ranks); a
+scheme's MRR is the mean over tasks of 1/rank. Its stability: the same ranking done on each seed's runs
+alone (the seeds pair across schemes), giving one MRR per seed, and how often the scheme ranks first.
+"""
 
 from __future__ import annotations
 
-import pandas as pd
+from pathlib import Path
 
-from pelab.analysis.length_ranking import ranking
-from pelab.report import length_figures
+import matplotlib.pyplot as plt
+import pandas as pd
+from scipy.stats import rankdata
+
 from pelab.report.context import ReportContext
+from pelab.report.style import save, scheme_palette
 from pelab.report.tables import markdown_table, seed_values
 from pelab.stats import summarize
 from pelab.tasks import get_task
@@ -74,9 +86,9 @@ def section(ctx: ReportContext) -> list[str]:
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: chance_level(ctx, t) for t in tasks}
-    length_figures.accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "token_accuracy",
+    draw_accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "token_accuracy",
                                       ctx.figure(TOKEN_FIGURE))
-    length_figures.accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "exact_match",
+    draw_accuracy_by_length(records, tasks, schemes + variants, train_max, chance, "exact_match",
                                       ctx.figure(EXACT_FIGURE))
     header = ["scheme", *(f"{t}: {where}" for t in tasks for where in ("in", "beyond"))]
 
@@ -153,3 +165,81 @@ def section(ctx: ReportContext) -> list[str]:
         ctx.image("length generalisation, exact match", EXACT_FIGURE),
         "",
     ]
+
+
+METRIC_LABELS = {"token_accuracy": "token accuracy of the answer", "exact_match": "exact match of the answer"}
+
+
+def draw_accuracy_by_length(records: pd.DataFrame, tasks: list[str], schemes: list[str], train_max: dict[str, int],
+                       chance: dict[str, float], metric: str, path: Path) -> Path:
+    """Per task a panel: mean over seeds per length (line) with the seeds' min–max (band); lengths 1..N shaded;
+    chance level dotted (token accuracy only)."""
+    palette = scheme_palette()
+    for variant in ("+PI", "+NTK"):  # RoPE's evaluation-time extensions: RoPE's colour, dashed / dotted
+        palette[f"rope{variant}"] = palette["rope"]
+    styles = {"rope+PI": "--", "rope+NTK": ":"}
+    cols = 2 if len(tasks) > 1 else 1
+    n_rows = (len(tasks) + cols - 1) // cols
+    fig, axes = plt.subplots(n_rows, cols, figsize=(6.2 * cols, 3.3 * n_rows), squeeze=False, sharey=True)
+    rows = records[(records["split"] == "test") & (records["metric"] == metric) & (records["length"] != "all")]
+    rows = rows.assign(length=rows["length"].astype(int))
+    for ax, task in zip(axes.flat, tasks):
+        ax.axvspan(0.5, train_max[task] + 0.5, color="0.9", zorder=0)
+        ax.text(0.7, 1.06, "trained lengths", fontsize=8, color="0.35", va="bottom")
+        for scheme in schemes:
+            sel = rows[(rows["task"] == task) & (rows["pe"] == scheme)]
+            if sel.empty:
+                continue
+            band = sel.groupby("length")["value"].agg(["mean", "min", "max"]).reset_index()
+            ax.plot(band["length"], band["mean"], color=palette[scheme], lw=1.6, label=scheme,
+                    ls=styles.get(scheme, "-"))
+            ax.fill_between(band["length"], band["min"], band["max"], color=palette[scheme], alpha=0.15, lw=0)
+        if metric == "token_accuracy" and task in chance:
+            ax.axhline(chance[task], color="0.4", ls=":", lw=1)
+        ax.set_title(task, fontsize=10)
+        ax.set_xlabel("input length n")
+        ax.set_ylim(-0.03, 1.12)
+        ax.set_xlim(0.5, rows[rows["task"] == task]["length"].max() + 0.5)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(METRIC_LABELS[metric])
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 8), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 1.0))
+    fig.suptitle(f"Length generalisation: {METRIC_LABELS[metric]} (line = mean over seeds, band = min–max; "
+                 "grey = training lengths" + (", dotted = chance)" if metric == "token_accuracy" else ")"),
+                 fontsize=10, y=1.04)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    return save(fig, path)
+
+
+def reciprocal_ranks(scores: dict[str, float]) -> dict[str, float]:
+    """{scheme: score} (higher is better) -> {scheme: 1/rank}, ties at their mean rank."""
+    names = list(scores)
+    ranks = rankdata([-scores[n] for n in names], method="average")
+    return {n: 1.0 / r for n, r in zip(names, ranks)}
+
+
+def mean_reciprocal_rank(table: pd.DataFrame) -> pd.Series:
+    """table: rows = tasks, columns = schemes, values = scores. Returns MRR per scheme."""
+    rr = pd.DataFrame([reciprocal_ranks(row.to_dict()) for _, row in table.iterrows()], index=table.index)
+    return rr.mean(axis=0)
+
+
+def ranking(scores: pd.DataFrame) -> pd.DataFrame:
+    """scores: columns task, pe, seed, value. Returns per scheme: ``mrr`` (ranking the seed means), ``mrr_mean``
+    and ``mrr_sd`` (the ranking redone on each seed alone) and ``first`` (share of (task, seed) in which it is
+    ranked first, ties counted), sorted by ``mrr``."""
+    means = scores.groupby(["task", "pe"])["value"].mean().unstack("pe")
+    overall = mean_reciprocal_rank(means)
+    per_seed = {seed: mean_reciprocal_rank(group.pivot(index="task", columns="pe", values="value"))
+                for seed, group in scores.groupby("seed")}
+    by_seed = pd.DataFrame(per_seed)  # rows = schemes, columns = seeds
+    firsts = []
+    for _, group in scores.groupby(["task", "seed"]):
+        best = group["value"].max()
+        firsts.append({pe: float(v == best) for pe, v in zip(group["pe"], group["value"])})
+    out = pd.DataFrame({"mrr": overall, "mrr_mean": by_seed.mean(axis=1), "mrr_sd": by_seed.std(axis=1, ddof=1),
+                        "first": pd.DataFrame(firsts).mean(axis=0)})
+    return out.sort_values("mrr", ascending=False)
