@@ -138,11 +138,12 @@ def test_fire_equals_the_paper_formula_on_a_small_causal_case():
 
     pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True,
                                    options={"mlp_width": 3, "init_c": 0.5, "threshold": 3.0})
+    mlp = pe.layers[0].mlp
     with torch.no_grad():
-        pe.mlp[0].weight.copy_(torch.tensor([[1.0], [-2.0], [0.5]]))
-        pe.mlp[0].bias.copy_(torch.tensor([0.1, 0.3, -0.2]))
-        pe.mlp[2].weight.copy_(torch.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]]))
-        pe.mlp[2].bias.copy_(torch.tensor([0.0, -0.1]))
+        mlp[0].weight.copy_(torch.tensor([[1.0], [-2.0], [0.5]]))
+        mlp[0].bias.copy_(torch.tensor([0.1, 0.3, -0.2]))
+        mlp[2].weight.copy_(torch.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]]))
+        mlp[2].bias.copy_(torch.tensor([0.0, -0.1]))
     positions = torch.arange(6)
     bias = pe.bias(positions, positions).detach()  # (H, T, T)
 
@@ -164,7 +165,7 @@ def test_fire_keeps_the_sign_of_the_offset_in_the_encoder_and_interpolates_into_
 
     pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=False, options={"threshold": 4.0})
     positions = torch.arange(50)
-    x = pe.normalized_distance(positions, positions).detach()  # (T, T)
+    x = pe.layers[0].normalized_distance(positions, positions).detach()  # (T, T)
     offsets = positions[:, None] - positions[None, :]
     assert torch.equal(torch.sign(x), torch.sign(offsets).float())
     assert float(x.abs().max()) <= 1.0
@@ -175,7 +176,7 @@ def test_fire_keeps_the_sign_of_the_offset_in_the_encoder_and_interpolates_into_
     causal = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True, options={"threshold": 4.0})
     causal.load_state_dict(pe.state_dict())
     lower = torch.tril(torch.ones(50, 50, dtype=torch.bool))  # the keys a causal query sees: the same values
-    assert torch.equal(causal.normalized_distance(positions, positions).detach()[lower], x[lower])
+    assert torch.equal(causal.layers[0].normalized_distance(positions, positions).detach()[lower], x[lower])
 
 
 def test_fire_bias_of_a_pair_does_not_depend_on_padding_after_the_last_key():
@@ -193,10 +194,37 @@ def test_fire_learns_its_threshold_through_a_multiplier_of_the_initial_one_as_th
 
     pe = build_positional_encoding("fire", d_model=8, n_heads=2, causal=True, options={"threshold": 16.0})
     names = dict(pe.named_parameters())
-    assert "threshold_multiplier" in names and float(names["threshold_multiplier"].detach()) == 1.0
-    assert float(pe.threshold.detach()) == 16.0 and "init_threshold" not in names  # a fixed buffer, never trained
+    multiplier = names["layers.0.threshold_multiplier"]
+    assert float(multiplier.detach()) == 1.0
+    assert float(pe.layers[0].threshold.detach()) == 16.0 and not any("init_threshold" in n for n in names)  # a buffer
     pe.bias(torch.arange(30), torch.arange(30)).sum().backward()
-    assert names["threshold_multiplier"].grad is not None and float(names["threshold_multiplier"].grad) != 0.0
+    assert multiplier.grad is not None and float(multiplier.grad) != 0.0
+
+
+def test_fire_has_one_function_per_attention_layer_as_the_reference_and_one_shared_on_request():
+    """mcleish7/arithmetic builds a FIRE in every attention layer (``cramming/architectures/attention.py``): layer
+    l's bias comes from its own function, drawn in the scheme's random stream (layer 0 first, so the shared
+    variant equals layer 0), and the parameters every scheme shares start the same either way."""
+    from pelab.model.config import ModelConfig
+    from pelab.tasks.copy.model import build_copy_model
+
+    model_cfg = ModelConfig(d_model=16, n_layers=3, n_heads=2, d_ff=32)
+    per_layer = build_copy_model("fire", 12, model_cfg, None, seed=3).eval()
+    shared = build_copy_model("fire", 12, model_cfg, {"per_layer": False}, seed=3).eval()
+    fires, shared_fires = per_layer.encoder.pe.layers, shared.encoder.pe.layers
+    assert len(fires) == 3 and len(shared_fires) == 1
+    assert all(torch.equal(a, b) for a, b in zip(fires[0].parameters(), shared_fires[0].parameters(), strict=True))
+    assert not torch.equal(fires[1].mlp[0].weight, fires[0].mlp[0].weight)
+    common = {k: v for k, v in shared.state_dict().items() if not k.startswith("encoder.pe.")}
+    assert common and all(torch.equal(per_layer.state_dict()[k], v) for k, v in common.items())
+
+    tokens = torch.randint(0, 12, (2, 7), generator=torch.Generator().manual_seed(0))
+    _, before = per_layer(tokens, need_weights=True)  # per layer: {"self": (B, H, T, T)}
+    with torch.no_grad():
+        fires[1].mlp[0].weight.mul_(40.0)  # only layer 1's function changes
+    _, after = per_layer(tokens, need_weights=True)
+    assert torch.equal(before[0]["self"], after[0]["self"])
+    assert (before[1]["self"] - after[1]["self"]).abs().max() > 1e-3
 
 
 @pytest.mark.parametrize("scheme", ["rand_sinusoidal", "rand_learned", "rand_rope"])

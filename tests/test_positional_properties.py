@@ -11,7 +11,7 @@ from torch.testing import assert_close
 from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.model.blocks import Encoder
 from pelab.positional import build_positional_encoding, scheme_names
-from pelab.positional.fire import FIREPositionalEncoding
+from pelab.positional.fire import FIRE
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
@@ -39,7 +39,7 @@ def make_model(scheme: str, seed: int = 0) -> CopyTransformer:
         for module in model.modules():
             if hasattr(module, "table") and isinstance(module.table, torch.nn.Embedding):
                 module.table.weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(seed))
-            if isinstance(module, FIREPositionalEncoding):  # its MLP starts nearly flat over short distances
+            if isinstance(module, FIRE):  # its MLP starts nearly flat over short distances
                 for param in module.mlp.parameters():
                     param.normal_(0.0, 2.0, generator=torch.Generator().manual_seed(seed))
     return model

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
 from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.positional.base import PositionalEncoding
+
+
+def check_depth(pe: PositionalEncoding, n_layers: int) -> None:
+    if pe.n_layers not in (1, n_layers):
+        raise ValueError(f"{type(pe).__name__} was built for {pe.n_layers} layers, the stack has {n_layers}")
+
+
+def layer_biases(pe: PositionalEncoding, q_pos: torch.Tensor, k_pos: torch.Tensor, n_layers: int,
+                 **mask: Any) -> list[torch.Tensor | None]:
+    """Each layer's attention bias: the scheme's bias for that layer (one shared by every layer, or one per layer)
+    combined with the masks (``combine_attention_bias``'s keywords)."""
+    biases = [combine_attention_bias(bias, **mask) for bias in pe.layer_biases(q_pos, k_pos)]
+    return biases * n_layers if len(biases) == 1 else biases
 
 
 class FeedForward(nn.Module):
@@ -96,6 +111,7 @@ class Encoder(nn.Module):
 
     def __init__(self, pe: PositionalEncoding, n_layers: int, d_ff: int, dropout: float) -> None:
         super().__init__()
+        check_depth(pe, n_layers)
         self.pe = pe
         self.layers = nn.ModuleList(EncoderLayer(pe.d_model, pe.n_heads, d_ff, dropout) for _ in range(n_layers))
         self.norm = nn.LayerNorm(pe.d_model)
@@ -104,12 +120,12 @@ class Encoder(nn.Module):
     def forward(self, x, positions, key_padding_mask=None, need_weights=False):
         """x: (B, T, D) token embeddings; positions: (T,). Returns (B, T, D) and per-layer attention."""
         x = self.drop(self.pe.embed(x, positions))
-        bias = combine_attention_bias(
-            self.pe.bias(positions, positions), q_len=x.shape[1], k_len=x.shape[1],
+        biases = layer_biases(
+            self.pe, positions, positions, len(self.layers), q_len=x.shape[1], k_len=x.shape[1],
             causal=self.pe.causal, key_padding_mask=key_padding_mask, device=x.device,
-        )  # (B|1, H|1, T, T) or None
+        )  # per layer: (B|1, H|1, T, T) or None
         attentions = []
-        for layer in self.layers:
+        for layer, bias in zip(self.layers, biases, strict=True):
             x, weights = layer(x, pe=self.pe, positions=positions, attn_bias=bias, need_weights=need_weights)
             attentions.append(weights)
         return self.norm(x), attentions
@@ -125,6 +141,8 @@ class Decoder(nn.Module):
         super().__init__()
         if not pe.causal:
             raise ValueError("the decoder's positional scheme must be built with causal=True")
+        check_depth(pe, n_layers)
+        check_depth(cross_pe, n_layers)
         self.pe = pe
         self.cross_pe = cross_pe
         self.layers = nn.ModuleList(DecoderLayer(pe.d_model, pe.n_heads, d_ff, dropout) for _ in range(n_layers))
@@ -136,15 +154,15 @@ class Decoder(nn.Module):
         memory_padding_mask: (B, S), True at padding. Returns (B, T, D) and per-layer attention."""
         x = self.drop(self.pe.embed(x, positions))
         t, s = x.shape[1], memory.shape[1]
-        self_bias = combine_attention_bias(
-            self.pe.bias(positions, positions), q_len=t, k_len=t, causal=True, device=x.device
-        )  # (1, H|1, T, T)
-        cross_bias = combine_attention_bias(
-            self.cross_pe.bias(positions, memory_positions), q_len=t, k_len=s,
+        n = len(self.layers)
+        self_biases = layer_biases(self.pe, positions, positions, n, q_len=t, k_len=t, causal=True,
+                                   device=x.device)  # per layer: (1, H|1, T, T)
+        cross_biases = layer_biases(
+            self.cross_pe, positions, memory_positions, n, q_len=t, k_len=s,
             key_padding_mask=memory_padding_mask, device=x.device,
-        )  # (B|1, H|1, T, S) or None
+        )  # per layer: (B|1, H|1, T, S) or None
         attentions = []
-        for layer in self.layers:
+        for layer, self_bias, cross_bias in zip(self.layers, self_biases, cross_biases, strict=True):
             x, weights = layer(
                 x, memory, pe=self.pe, cross_pe=self.cross_pe, positions=positions,
                 memory_positions=memory_positions, self_bias=self_bias, cross_bias=cross_bias,
@@ -165,12 +183,13 @@ class Decoder(nn.Module):
         pos = torch.tensor([position], device=x.device)
         keys = torch.arange(position + 1, device=x.device)
         x = self.drop(self.pe.embed(x, pos))
-        self_bias = combine_attention_bias(self.pe.bias(pos, keys), q_len=1, k_len=position + 1, device=x.device)
-        cross_bias = combine_attention_bias(
-            self.cross_pe.bias(pos, memory_positions), q_len=1, k_len=memory_positions.shape[0],
+        n = len(self.layers)
+        self_biases = layer_biases(self.pe, pos, keys, n, q_len=1, k_len=position + 1, device=x.device)
+        cross_biases = layer_biases(
+            self.cross_pe, pos, memory_positions, n, q_len=1, k_len=memory_positions.shape[0],
             key_padding_mask=memory_padding_mask, device=x.device,
-        )  # (B|1, H|1, 1, S) or None
-        for layer, cache in zip(self.layers, caches):
+        )  # per layer: (B|1, H|1, 1, S) or None
+        for layer, cache, self_bias, cross_bias in zip(self.layers, caches, self_biases, cross_biases, strict=True):
             x = layer.step(x, cache, pe=self.pe, cross_pe=self.cross_pe, position=pos,
                            memory_positions=memory_positions, self_bias=self_bias, cross_bias=cross_bias)
         return self.norm(x)

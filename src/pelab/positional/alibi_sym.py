@@ -14,8 +14,8 @@ from pelab.positional.functional import alibi_slopes, relative_distances
 
 
 class SymmetricALiBiPositionalEncoding(PositionalEncoding):
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)  # (H,)
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:

@@ -28,17 +28,19 @@ class PositionalEncoding(nn.Module):
     """Base class of every scheme; each hook leaves its input untouched.
 
     ``causal`` tells relative schemes whether keys can lie to the right of the query
-    (bidirectional encoder) or only at or left of it (decoder self-attention).
+    (bidirectional encoder) or only at or left of it (decoder self-attention). ``n_layers`` is the depth of
+    the stack the scheme serves; a scheme that keeps one bias per layer (``fire``) builds that many.
     """
 
     Options: type = NoOptions  # the scheme's hyperparameters, validated by ``registry.scheme_options``
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()
         self.d_model = d_model
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.causal = causal
+        self.n_layers = n_layers
 
     # Slot 1: embeddings ----------------------------------------------------------------------
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -56,6 +58,10 @@ class PositionalEncoding(nn.Module):
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
         """Additive logit bias of shape (H, Tq, Tk), or None for no bias."""
         return None
+
+    def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
+        """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""
+        return [self.bias(q_pos, k_pos)]
 
     def check_length(self, length: int) -> None:
         """Raise ValueError if this scheme cannot encode positions 0..length-1."""

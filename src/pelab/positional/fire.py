@@ -17,9 +17,9 @@ so x ∈ [−1, 1], left and right stay distinguishable, and the causal case (j 
 The bias of a pair depends on the pair alone: padding after the last real key cannot change it.
 
 As in the reference code (mcleish7/arithmetic, ``cramming/architectures/embeddings.py``, class ``FIRE``), L is a
-fixed initial value times a learned multiplier (1 at the start), so Adam moves it on the multiplier's scale. The
-reference builds one FIRE module per attention layer; here one module serves every layer of a stack (as the
-schemes' bias slot does for T5), which the report states.
+fixed initial value times a learned multiplier (1 at the start), so Adam moves it on the multiplier's scale, and
+every attention layer has its own FIRE (``cramming/architectures/attention.py`` builds one per layer): f_θ, c and
+L are per layer. ``per_layer: false`` shares layer 0's FIRE across the stack instead (as T5 shares its table).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class FIREOptions:
     mlp_width: int = 32  # hidden units of f_θ (the paper's 32)
     init_c: float = 0.1  # initial c of ψ(x) = log(c·x + 1)
     threshold: float = 512.0  # initial L (learned through a multiplier): pairs within L of the start use ψ(L)
+    per_layer: bool = True  # one FIRE per attention layer, as the reference; false: one shared by the stack
 
     def __post_init__(self) -> None:
         if self.mlp_width < 1:
@@ -45,12 +46,11 @@ class FIREOptions:
             raise ValueError(f"positional.fire.init_c and threshold must be > 0, got {self.init_c}, {self.threshold}")
 
 
-class FIREPositionalEncoding(PositionalEncoding):
-    Options = FIREOptions
+class FIRE(nn.Module):
+    """One layer's FIRE bias b(i, j) = f_θ(x(i, j)) for every head (module docstring)."""
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, mlp_width: int,
-                 init_c: float, threshold: float) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+    def __init__(self, *, n_heads: int, mlp_width: int, init_c: float, threshold: float) -> None:
+        super().__init__()
         self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, n_heads))
         self.c = nn.Parameter(torch.tensor(float(init_c)))
         self.register_buffer("init_threshold", torch.tensor(float(threshold)))  # the reference's fixed init_L
@@ -74,6 +74,27 @@ class FIREPositionalEncoding(PositionalEncoding):
         extent = torch.maximum(torch.maximum(i - start, j - start), self.threshold)  # (Tq, Tk)
         return torch.sign(distance) * self.psi(distance.abs()) / (self.psi(extent) + 1e-6)
 
-    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+    def forward(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         distance = self.normalized_distance(q_pos, k_pos)  # (Tq, Tk)
         return self.mlp(distance[..., None]).permute(2, 0, 1)  # (H, Tq, Tk)
+
+
+class FIREPositionalEncoding(PositionalEncoding):
+    """The bias slot of every layer: ``layers[l]`` is layer l's FIRE (one FIRE for all layers without per_layer)."""
+
+    Options = FIREOptions
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, mlp_width: int,
+                 init_c: float, threshold: float, per_layer: bool) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
+        self.layers = nn.ModuleList(
+            FIRE(n_heads=n_heads, mlp_width=mlp_width, init_c=init_c, threshold=threshold)
+            for _ in range(n_layers if per_layer else 1)
+        )
+
+    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+        """The first layer's bias (H, Tq, Tk)."""
+        return self.layers[0](q_pos, k_pos)
+
+    def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
+        return [fire(q_pos, k_pos) for fire in self.layers]

@@ -39,9 +39,9 @@ class LearnedOptions:
 class LearnedPositionalEncoding(PositionalEncoding):
     Options = LearnedOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_positions: int,
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, max_positions: int,
                  init: str) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.max_positions = max_positions
         self.table = nn.Embedding(max_positions, d_model)  # (P, D)
         nn.init.normal_(self.table.weight, std=INIT_STDS[init])

@@ -29,9 +29,9 @@ class RandomizedPositions(PositionalEncoding):
 
     Inner: type[PositionalEncoding]
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, max_position: int,
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, max_position: int,
                  **inner_options: Any) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.max_position = max_position
         self.inner = self.Inner(d_model=d_model, n_heads=n_heads, causal=causal, **inner_options)
         self.inner.check_length(max_position)  # e.g. a learned table needs max_position rows

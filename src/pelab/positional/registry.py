@@ -86,8 +86,11 @@ def scheme_options(name: str, raw: dict[str, Any] | Any | None = None, where: st
 
 
 def build_positional_encoding(
-    name: str, *, d_model: int, n_heads: int, causal: bool = False, options: dict[str, Any] | Any | None = None
+    name: str, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1,
+    options: dict[str, Any] | Any | None = None,
 ) -> PositionalEncoding:
-    """Build the scheme registered as ``name`` with its ``options`` (a mapping or its ``Options``)."""
+    """Build the scheme registered as ``name`` with its ``options`` (a mapping or its ``Options``) for a stack of
+    ``n_layers`` layers."""
     cls = POSITIONAL_ENCODINGS[check_scheme(name)]
-    return cls(d_model=d_model, n_heads=n_heads, causal=causal, **asdict(scheme_options(name, options)))
+    return cls(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers,
+               **asdict(scheme_options(name, options)))

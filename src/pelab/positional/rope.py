@@ -26,8 +26,8 @@ class RotaryOptions:
 class RotaryPositionalEncoding(PositionalEncoding):
     Options = RotaryOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(
                 f"rope needs an even head dimension, got d_model={d_model} / n_heads={n_heads} = "

@@ -23,8 +23,8 @@ class SinusoidalOptions:
 class SinusoidalPositionalEncoding(PositionalEncoding):
     Options = SinusoidalOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         if d_model % 2:
             raise ValueError(f"sinusoidal needs an even d_model, got {d_model}; choose an even model width")
         self.base = base

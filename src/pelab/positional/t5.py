@@ -41,10 +41,11 @@ class T5RelativePositionalEncoding(PositionalEncoding):
         d_model: int,
         n_heads: int,
         causal: bool = False,
+        n_layers: int = 1,
         num_buckets: int,
         max_distance: int,
     ) -> None:
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.num_buckets = num_buckets
         self.max_distance = max_distance
         self.table = nn.Embedding(num_buckets, n_heads)  # (buckets, H)

@@ -36,12 +36,12 @@ class XPosOptions:
 class XPosPositionalEncoding(RotaryPositionalEncoding):
     Options = XPosOptions
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, base: float,
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float,
                  gamma: float, scale_base: float) -> None:
         if not causal:
             raise ValueError("scheme 'xpos' applies to causal attention only (its scale grows for keys right of the "
                              "query); use it with causal tasks, e.g. the length study's <problem>_causal")
-        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, base=base)
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers, base=base)
         self.gamma, self.scale_base = gamma, scale_base
 
     def decay(self, positions: torch.Tensor, sign: float) -> torch.Tensor:

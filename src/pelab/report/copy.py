@@ -14,7 +14,7 @@ import torch
 
 from pelab.positional.functional import t5_relative_position_bucket
 from pelab.report.context import ReportContext
-from pelab.report.style import save, scheme_palette
+from pelab.report.style import draw_curves, save, scheme_palette
 from pelab.report.tables import (
     best_scheme,
     comparison_table,
@@ -100,7 +100,8 @@ def section(ctx: ReportContext) -> list[str]:
     records, schemes, copy = ctx.records, ctx.schemes, ctx.copy
     draw_accuracy_by_scheme(records, schemes, ctx.figure(ACCURACY))
     draw_accuracy_by_length(records, schemes, ctx.figure(BY_LENGTH))
-    draw_training_curves(ctx.curves, schemes, "copy", ctx.figure(LOSS))
+    draw_curves(ctx.curves[ctx.curves["task"] == "copy"], schemes, [("loss", None)], ctx.figure(LOSS), log=True,
+                ylabel="training loss (mean over seeds, band = min–max)", figsize=(8, 4.5))
     table, best = comparison_table(records, "copy", schemes, COPY_COLUMNS, reference=ctx.params.reference)
     devices = {s: ctx.run_meta("copy", s, ctx.seed)["cost"]["device"] for s in schemes}
     return [
@@ -193,23 +194,6 @@ def draw_accuracy_by_length(records: pd.DataFrame, schemes: list[str], path: Pat
         ax.set_ylim(-0.03, 1.03)
     axes[0].set_ylabel("accuracy (mean over seeds ± sd)")
     axes[1].legend(fontsize=8, loc="upper right", ncol=2)
-    fig.tight_layout()
-    return save(fig, path)
-
-
-def draw_training_curves(curves: pd.DataFrame, schemes: list[str], task: str, path: Path, value: str = "loss") -> Path:
-    """Mean over seeds with a min–max band, log-scale loss."""
-    palette = scheme_palette()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    data = curves[curves["task"] == task]
-    for scheme in schemes:
-        sel = data[data["pe"] == scheme].groupby("step")[value].agg(["mean", "min", "max"]).reset_index()
-        ax.plot(sel["step"], sel["mean"], label=scheme, color=palette[scheme], lw=1.4)
-        ax.fill_between(sel["step"], sel["min"], sel["max"], color=palette[scheme], alpha=0.15)
-    ax.set_yscale("log")
-    ax.set_xlabel("training step")
-    ax.set_ylabel(f"training {value} (mean over seeds, band = min–max)")
-    ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return save(fig, path)
 

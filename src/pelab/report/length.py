@@ -118,7 +118,8 @@ def section(ctx: ReportContext) -> list[str]:
         notes.append(f"`fire` starts its threshold L at {fire.threshold:g} (the paper's 512 exceeds every length here "
                      "and would normalise all positions by the constant ψ(512), switching its interpolation off); "
                      "in the encoder it keeps the sign of i − j and normalises by the pair's farther position; "
-                     "one FIRE module serves every layer (the reference code builds one per layer).")
+                     + ("every attention layer has its own FIRE, as in the reference code." if fire.per_layer else
+                        "one FIRE serves every layer (`per_layer: false`; the reference code builds one per layer)."))
     randomized = [s for s in schemes if s.startswith("rand_")]
     if variants:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored beyond N with position interpolation "

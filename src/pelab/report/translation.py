@@ -22,7 +22,7 @@ from sacrebleu.significance import PairedTest
 from pelab import io
 from pelab.report.context import ReportContext
 from pelab.report.copy import choices
-from pelab.report.style import save, scheme_palette
+from pelab.report.style import draw_curves, save, scheme_palette
 from pelab.report.tables import (
     comparison_table,
     cost_table,
@@ -198,7 +198,9 @@ def section(ctx: ReportContext) -> list[str]:
 
     figures = ctx.figures_dir
     draw_bleu_by_length(records, schemes, splits, buckets, figures / BLEU_BY_LENGTH)
-    draw_loss_curves(curves, schemes, figures / LOSS)
+    draw_curves(curves[curves["task"] == TASK], schemes, [("loss", "training loss (label-smoothed)"),
+                                                     ("val_loss", "validation cross-entropy per token")],
+                figures / LOSS)
 
     columns = [(first, "bleu_beam", f"BLEU {first}, beam"), (first, "chrf_beam", "chrF, beam"),
                (first, "bleu_greedy", "BLEU, greedy")]
@@ -325,25 +327,6 @@ def draw_bleu_by_length(
         ax.set_title(split, fontsize=10)
     axes[0][0].set_ylabel(f"sacreBLEU, {metric.split('_')[-1]} search (mean ± sd over seeds)")
     axes[0][-1].legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    return save(fig, path)
-
-
-def draw_loss_curves(curves: pd.DataFrame, schemes: list[str], path: Path) -> Path:
-    """Training loss (label-smoothed) and validation cross-entropy: mean over seeds, band = min–max."""
-    palette = scheme_palette()
-    data = curves[curves["task"] == TASK]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    panels = (("loss", "training loss (label-smoothed)"), ("val_loss", "validation cross-entropy per token"))
-    for ax, (column, title) in zip(axes, panels):
-        for scheme in schemes:
-            sel = data[data["pe"] == scheme].dropna(subset=[column])
-            stats = sel.groupby("step")[column].agg(["mean", "min", "max"]).reset_index()
-            ax.plot(stats["step"], stats["mean"], label=scheme, color=palette[scheme], lw=1.4)
-            ax.fill_between(stats["step"], stats["min"], stats["max"], color=palette[scheme], alpha=0.15)
-        ax.set_xlabel("training step")
-        ax.set_title(title, fontsize=10)
-    axes[1].legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return save(fig, path)
 

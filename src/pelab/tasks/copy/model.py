@@ -39,6 +39,6 @@ def build_copy_model(scheme: str, vocab_size: int, model: ModelConfig, options: 
     """
     with seeded(seed + 1_000_003):
         pe = build_positional_encoding(scheme, d_model=model.d_model, n_heads=model.n_heads, causal=False,
-                                       options=options)
+                                       n_layers=model.n_layers, options=options)
     with seeded(seed):
         return CopyTransformer(vocab_size, model, pe)

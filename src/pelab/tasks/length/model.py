@@ -46,6 +46,6 @@ def build_length_model(scheme: str, vocab_size: int, model: LengthModelConfig, o
     scheme's own parameters come from a separate stream, as in the other tasks)."""
     with seeded(seed + 1_000_003):
         pe = build_positional_encoding(scheme, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
-                                       options=options)
+                                       n_layers=model.n_layers, options=options)
     with seeded(seed):
         return LengthTransformer(vocab_size, model, pe)

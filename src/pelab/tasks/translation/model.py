@@ -127,8 +127,8 @@ def build_seq2seq_model(
     with seeded(seed + 1_000_003):
         pe_encoder, pe_decoder = [
             build_positional_encoding(scheme, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
-                                      options=options)
-            for causal in (False, True)
+                                      n_layers=n_layers, options=options)
+            for causal, n_layers in ((False, model.encoder_layers), (True, model.decoder_layers))
         ]
     with seeded(seed):
         return Seq2SeqTransformer(vocab_size, model, pe_encoder, pe_decoder, pad_id)
