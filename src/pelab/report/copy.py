@@ -73,8 +73,10 @@ def _n_per_length(ctx: ReportContext) -> list[str]:
             markdown_table(["length L", "train", "held-out test", "longer test"], rows), ""]
 
 
-def choices(ctx: ReportContext, task: str, max_offset: int, long_offsets: range | None = None) -> list[str]:
-    """The options that could favour one scheme, stated: T5's buckets and the learned table's initial scale."""
+def choices(ctx: ReportContext, task: str, max_offset: int, longest_row: int,
+            long_offsets: range | None = None) -> list[str]:
+    """The options that could favour one scheme, stated: T5's buckets, the learned table's initial scale, FIRE's
+    layers and threshold. ``longest_row``: the most positions a training row of the task has."""
     cfg, lines = ctx.cfg(task), []
     if "t5" in ctx.schemes:
         t5 = cfg.options("t5")
@@ -91,6 +93,16 @@ def choices(ctx: ReportContext, task: str, max_offset: int, long_offsets: range 
                         "(GPT-2's std 0.02: rows start ~35× weaker than the sinusoidal table)")
                      + f" and has {learned.max_positions} rows; rows past the training length never receive a "
                      "gradient.")
+    if "fire" in ctx.schemes:
+        fire = cfg.options("fire")
+        lines.append("`fire` has " + ("its own FIRE in every attention layer, as its reference code" if fire.per_layer
+                                      else "one FIRE for every layer of a stack (`per_layer: false`; its reference "
+                                      "code builds one per layer)")
+                     + f"; its threshold L starts at {fire.threshold:g}"
+                     + (f", beyond every training row (at most {longest_row} positions): every query starts "
+                        "normalised by the same ψ(L), so its progressive interpolation is off unless training moves L "
+                        "below the row lengths (the length study starts L lower)." if fire.threshold >= longest_row
+                        else "."))
     return ["**Choices that could favour a scheme.** " + " ".join(lines), ""] if lines else []
 
 
@@ -118,7 +130,8 @@ def section(ctx: ReportContext) -> list[str]:
         "is right; token accuracy = fraction of the copied digits right.",
         "",
         *_n_per_length(ctx),
-        *choices(ctx, "copy", copy.data.max_len + 1, range(copy.data.long_min_len + 1, copy.data.long_max_len + 2)),
+        *choices(ctx, "copy", copy.data.max_len + 1, copy.data.context,
+                 range(copy.data.long_min_len + 1, copy.data.long_max_len + 2)),
         table,
         "",
         copy_reading(records, schemes),

@@ -233,7 +233,7 @@ def section(ctx: ReportContext) -> list[str]:
         f"checkpoint is evaluated. Decoding: greedy, and beam search (beam {d.beam_size}, length penalty "
         f"{d.length_penalty:g}) on {beam_scope}; at most ⌈{d.max_len_a:g}·|source| + {d.max_len_b}⌉ tokens.",
         "",
-        *choices(ctx, TASK, cfg.data.max_tokens),
+        *choices(ctx, TASK, cfg.data.max_tokens, cfg.data.max_tokens + 1),  # a target row: <s> + tokens
         "**Positions in the three attentions.** Encoder self-attention uses the scheme (bidirectional form), "
         "decoder self-attention a second instance in its causal form (own learned/T5 tables). Cross-attention "
         "uses no positional scheme: its queries (target positions) and keys (source positions) belong to different "
