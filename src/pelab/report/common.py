@@ -38,3 +38,9 @@ def has_snapshots(ctx: ReportContext) -> bool:
 def sinusoidal_base(ctx: ReportContext) -> float:
     """The sinusoidal wavelength base the copy study used."""
     return ctx.copy.options("sinusoidal").base
+
+
+def fire_layers(per_layer: bool) -> str:
+    """How many FIREs a stack has, for the report's statements of scheme choices."""
+    return ("every attention layer has its own FIRE, as in its reference code" if per_layer else
+            "one FIRE serves every layer of a stack (`per_layer: false`; its reference code builds one per layer)")

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from pelab.positional.functional import t5_relative_position_bucket
+from pelab.report.common import fire_layers
 from pelab.report.context import ReportContext
 from pelab.report.style import draw_curves, save, scheme_palette
 from pelab.report.tables import (
@@ -95,10 +96,7 @@ def choices(ctx: ReportContext, task: str, max_offset: int, longest_row: int,
                      "gradient.")
     if "fire" in ctx.schemes:
         fire = cfg.options("fire")
-        lines.append("`fire` has " + ("its own FIRE in every attention layer, as its reference code" if fire.per_layer
-                                      else "one FIRE for every layer of a stack (`per_layer: false`; its reference "
-                                      "code builds one per layer)")
-                     + f"; its threshold L starts at {fire.threshold:g}"
+        lines.append(f"`fire`: {fire_layers(fire.per_layer)}; its threshold L starts at {fire.threshold:g}"
                      + (f", beyond every training row (at most {longest_row} positions): every query starts "
                         "normalised by the same ψ(L), so its progressive interpolation is off unless training moves L "
                         "below the row lengths (the length study starts L lower)." if fire.threshold >= longest_row

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from scipy.stats import rankdata
 
+from pelab.report.common import fire_layers
 from pelab.report.context import ReportContext
 from pelab.report.style import save, scheme_palette
 from pelab.report.tables import markdown_table, seed_values
@@ -118,8 +119,7 @@ def section(ctx: ReportContext) -> list[str]:
         notes.append(f"`fire` starts its threshold L at {fire.threshold:g} (the paper's 512 exceeds every length here "
                      "and would normalise all positions by the constant ψ(512), switching its interpolation off); "
                      "in the encoder it keeps the sign of i − j and normalises by the pair's farther position; "
-                     + ("every attention layer has its own FIRE, as in the reference code." if fire.per_layer else
-                        "one FIRE serves every layer (`per_layer: false`; the reference code builds one per layer)."))
+                     + fire_layers(fire.per_layer) + ".")
     randomized = [s for s in schemes if s.startswith("rand_")]
     if variants:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored beyond N with position interpolation "
