@@ -11,6 +11,7 @@ from conftest import smoke_raw
 from pelab import io
 from pelab.aggregate import aggregate
 from pelab.params import parse_params
+from pelab.positional import scheme_names
 from pelab.report.length import ranking, reciprocal_ranks
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_run
@@ -86,6 +87,44 @@ def test_greedy_generation_equals_the_teacher_forced_pass_over_its_own_output(sc
     with torch.no_grad():
         again = model(torch.cat([prompt, answer[:, :-1]], dim=1)).argmax(-1)[:, prompt.shape[1] - 1:]
     assert torch.equal(again, answer)
+
+
+@pytest.mark.parametrize("scheme", sorted(scheme_names()))
+def test_cached_generation_gives_the_full_forward_logits_for_every_scheme(scheme):
+    """``generate`` runs the prompt in one pass, then one token per step from cached keys and values. Its logits
+    must equal a full forward over the same prefix at every step: at the model's own positions (a randomized
+    scheme's draw), and at RoPE's interpolated (fractional) positions."""
+    from pelab.positional import scheme_options
+    from pelab.positional.randomized import RandomizedPositions
+
+    cfg = LengthModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+    model = build_length_model(scheme, 7, cfg, scheme_options(scheme), seed=3, causal=True).eval()
+    tokens = torch.randint(0, 7, (3, 12), generator=torch.Generator().manual_seed(2))  # a prompt of 5, then 7 steps
+    own = (model.pe.sample_positions(12, "cpu", draw=1) if isinstance(model.pe, RandomizedPositions)
+           else torch.arange(12))
+    placements = [own] + ([torch.arange(12) * 0.6] if scheme == "rope" else [])
+    for positions in placements:
+        with torch.no_grad():
+            full = model(tokens, positions=positions)  # (3, 12, 7)
+            caches = [{} for _ in model.layers.layers]
+            steps = [model.extend(tokens[:, :5], caches, positions[:5])]
+            steps += [model.extend(tokens[:, t:t + 1], caches, positions[:t + 1]) for t in range(5, 12)]
+        torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+        assert caches[0]["k"].shape[2] == 12
+
+
+def test_cached_generation_refuses_a_bidirectional_stack_and_several_tokens_after_the_first_call():
+    from pelab.positional import scheme_options
+
+    cfg = LengthModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+    encoder = build_length_model("sinusoidal", 7, cfg, scheme_options("sinusoidal"), seed=0, causal=False)
+    with pytest.raises(ValueError, match="causal"):
+        encoder.extend(torch.zeros(1, 3, dtype=torch.long), [{}, {}], torch.arange(3))
+    decoder = build_length_model("sinusoidal", 7, cfg, scheme_options("sinusoidal"), seed=0, causal=True)
+    caches = [{}, {}]
+    decoder.extend(torch.zeros(1, 3, dtype=torch.long), caches, torch.arange(3))
+    with pytest.raises(ValueError, match="one token at a time"):
+        decoder.extend(torch.zeros(1, 2, dtype=torch.long), caches, torch.arange(5))
 
 
 def test_reciprocal_ranks_and_the_ranking_over_tasks_and_seeds():
@@ -348,9 +387,15 @@ def test_xpos_is_refused_in_bidirectional_attention_with_one_line():
 
 
 def record_positions(model) -> list:
-    """Every positions tensor the model's layers receive, in call order."""
-    seen = []
+    """Every positions tensor the model's layers receive, in call order (a whole pass, or a cached step)."""
+    seen, extend = [], model.layers.extend
     model.layers.register_forward_pre_hook(lambda module, args: seen.append(args[1].clone()))
+
+    def recording(x, caches, positions):
+        seen.append(positions.clone())
+        return extend(x, caches, positions)
+
+    model.layers.extend = recording
     return seen
 
 

@@ -51,6 +51,20 @@ class EncoderLayer(nn.Module):
         x = x + self.drop(self.ff(self.ff_norm(x)))
         return x, {"self": weights}
 
+    def extend(self, x, cache, *, pe, q_pos, attn_bias):
+        """Incremental causal self-attention: x (B, n, D) are new tokens at q_pos (n,), after the t tokens whose
+        keys/values ``cache`` holds (already rotated, each at its own position, as in ``DecoderLayer.step``);
+        attn_bias (1, H|1, n, t + n) or None. The new keys/values are appended in place. Returns (B, n, D)."""
+        attn = self.attn
+        h = self.attn_norm(x)
+        q, k, v = attn._heads(attn.q_proj(h)), attn._heads(attn.k_proj(h)), attn._heads(attn.v_proj(h))
+        q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
+        cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
+        cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
+        h, _ = attn.attend(q, cache["k"], cache["v"], attn_bias)
+        x = x + self.drop(h)
+        return x + self.drop(self.ff(self.ff_norm(x)))
+
 
 class DecoderLayer(nn.Module):
     """Causal self-attention with the decoder's scheme, then cross-attention, then FFN.
@@ -129,6 +143,24 @@ class Encoder(nn.Module):
             x, weights = layer(x, pe=self.pe, positions=positions, attn_bias=bias, need_weights=need_weights)
             attentions.append(weights)
         return self.norm(x), attentions
+
+    def extend(self, x, caches, positions):
+        """Incremental decoding for a causal stack: x (B, n, D) embeds n new tokens that follow the tokens held in
+        ``caches`` (one dict per layer, empty at first, extended in place); positions (t + n,) are the positions of
+        every token so far, the new ones last. Either the first call (a whole prompt, t = 0) or one token at a
+        time. Returns (B, n, D), equal to ``forward``'s last n rows on the whole row."""
+        n, total = x.shape[1], positions.shape[0]
+        if not self.pe.causal:
+            raise ValueError("incremental decoding needs a causal stack")
+        if n > 1 and n != total:
+            raise ValueError(f"after the first call, one token at a time; got {n} new tokens after {total - n}")
+        q_pos = positions[total - n:]
+        x = self.drop(self.pe.embed(x, q_pos))
+        biases = layer_biases(self.pe, q_pos, positions, len(self.layers), q_len=n, k_len=total, causal=n > 1,
+                              device=x.device)  # per layer: (1, H|1, n, t + n) or None
+        for layer, cache, bias in zip(self.layers, caches, biases, strict=True):
+            x = layer.extend(x, cache, pe=self.pe, q_pos=q_pos, attn_bias=bias)
+        return self.norm(x)
 
 
 class Decoder(nn.Module):

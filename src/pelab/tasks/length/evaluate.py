@@ -56,15 +56,20 @@ def predict_encoder(model: LengthTransformer, tokens: torch.Tensor, positions: t
 @torch.no_grad()
 def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
              positions: torch.Tensor | None = None) -> torch.Tensor:
-    """prompt (B, q+1) ending in SEP -> greedy answer (B, n_answer); one full forward per generated token.
-    ``positions``: the whole row's (at least q + n_answer), each step reading its prefix; None: the model's own."""
-    tokens = prompt
+    """prompt (B, q+1) ending in SEP -> greedy answer (B, n_answer). The prompt in one pass, then one token per
+    step with the earlier keys and values cached (``LengthTransformer.extend``): the same logits as a full
+    forward over each prefix. ``positions``: the whole row's (at least q + n_answer), each step reading its
+    prefix; None: the model's own 0, 1, 2, ..."""
+    if positions is None:
+        positions = torch.arange(prompt.shape[1] + n_answer, device=prompt.device)
+    caches: list[dict[str, torch.Tensor]] = [{} for _ in model.layers.layers]
+    tokens, answer = prompt, []
     for _ in range(n_answer):
-        prefix = None if positions is None else positions[:tokens.shape[1]]
+        end = caches[0]["k"].shape[2] + tokens.shape[1] if caches[0] else tokens.shape[1]
         with autocast(tokens.device):
-            next_token = model(tokens, positions=prefix)[:, -1].argmax(-1, keepdim=True)  # (B, 1)
-        tokens = torch.cat([tokens, next_token], dim=1)
-    return tokens[:, prompt.shape[1]:]
+            tokens = model.extend(tokens, caches, positions[:end])[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+        answer.append(tokens)
+    return torch.cat(answer, dim=1) if answer else prompt[:, :0]
 
 
 def scaled_positions(length: int, scale: float, device) -> torch.Tensor | None:

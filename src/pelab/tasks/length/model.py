@@ -39,6 +39,13 @@ class LengthTransformer(nn.Module):
         hidden, _ = self.layers(self.embedding(tokens), positions)
         return self.head(hidden)
 
+    def extend(self, tokens: torch.Tensor, caches: list[dict[str, torch.Tensor]],
+               positions: torch.Tensor) -> torch.Tensor:
+        """Causal layout, incremental: tokens (B, n) follow the tokens held in ``caches`` (one dict per layer,
+        empty at first); positions (t + n,) of every token so far. Returns the new tokens' logits (B, n, V), equal
+        to ``forward``'s on the whole row (``Encoder.extend``)."""
+        return self.head(self.layers.extend(self.embedding(tokens), caches, positions))
+
 
 def build_length_model(scheme: str, vocab_size: int, model: LengthModelConfig, options: object, seed: int,
                        causal: bool) -> LengthTransformer:
