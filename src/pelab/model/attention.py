@@ -79,6 +79,20 @@ class MultiHeadAttention(nn.Module):
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
         return self.attend(q, k, v, attn_bias, need_weights)
 
+    def extend(
+        self, x: torch.Tensor, cache: dict[str, torch.Tensor], *, pe: PositionalEncoding, q_pos: torch.Tensor,
+        attn_bias: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Incremental self-attention: x (B, n, D) are new tokens at q_pos (n,) after the t tokens whose keys and
+        values ``cache`` holds; theirs are appended in place, rotated once at their own positions (exact for every
+        scheme whose ``rotate`` acts on q and k separately: all registered ones). attn_bias: (B|1, H|1, n, t + n)
+        or None. Returns (B, n, D)."""
+        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
+        cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
+        cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
+        return self.attend(q, cache["k"], cache["v"], attn_bias)[0]
+
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:

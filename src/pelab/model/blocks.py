@@ -52,17 +52,9 @@ class EncoderLayer(nn.Module):
         return x, {"self": weights}
 
     def extend(self, x, cache, *, pe, q_pos, attn_bias):
-        """Incremental causal self-attention: x (B, n, D) are new tokens at q_pos (n,), after the t tokens whose
-        keys/values ``cache`` holds (already rotated, each at its own position, as in ``DecoderLayer.step``);
-        attn_bias (1, H|1, n, t + n) or None. The new keys/values are appended in place. Returns (B, n, D)."""
-        attn = self.attn
-        h = self.attn_norm(x)
-        q, k, v = attn._heads(attn.q_proj(h)), attn._heads(attn.k_proj(h)), attn._heads(attn.v_proj(h))
-        q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
-        cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
-        cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
-        h, _ = attn.attend(q, cache["k"], cache["v"], attn_bias)
-        x = x + self.drop(h)
+        """Incremental: x (B, n, D) are new tokens at q_pos (n,) after the tokens whose keys/values ``cache``
+        holds (``MultiHeadAttention.extend``); attn_bias (1, H|1, n, t + n) or None. Returns (B, n, D)."""
+        x = x + self.drop(self.attn.extend(self.attn_norm(x), cache, pe=pe, q_pos=q_pos, attn_bias=attn_bias))
         return x + self.drop(self.ff(self.ff_norm(x)))
 
 
@@ -98,20 +90,11 @@ class DecoderLayer(nn.Module):
         return x, {"self": self_w, "cross": cross_w}
 
     def step(self, x, cache, *, pe, cross_pe, position, memory_positions, self_bias, cross_bias):
-        """Incremental decoding: one new target token. x: (B, 1, D); position: (1,).
-
-        ``cache`` holds this layer's self-attention keys/values of the earlier tokens (already rotated,
-        each at its own position) and the memory's keys/values; the new token's are appended in place.
-        Rotating a key once at its own position is exact for every scheme whose ``rotate`` acts on q and
-        k separately (all registered ones). Returns (B, 1, D).
-        """
-        attn, cross = self.self_attn, self.cross_attn
-        h = self.self_norm(x)
-        q, k, v = attn._heads(attn.q_proj(h)), attn._heads(attn.k_proj(h)), attn._heads(attn.v_proj(h))
-        q, k = pe.rotate(q, k, position, position)  # (B, H, 1, Dh)
-        cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t+1, Dh)
-        cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
-        h, _ = attn.attend(q, cache["k"], cache["v"], self_bias)
+        """Incremental decoding: one new target token. x: (B, 1, D); position: (1,). ``cache`` holds this layer's
+        self-attention keys/values of the earlier tokens (``MultiHeadAttention.extend``) and the memory's keys/values.
+        Returns (B, 1, D)."""
+        cross = self.cross_attn
+        h = self.self_attn.extend(self.self_norm(x), cache, pe=pe, q_pos=position, attn_bias=self_bias)
         x = x + self.drop(h)
         q = cross._heads(cross.q_proj(self.cross_norm(x)))  # (B, H, 1, Dh)
         q, memory_k = cross_pe.rotate(q, cache["memory_k"], position, memory_positions)
