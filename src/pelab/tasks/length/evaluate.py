@@ -63,12 +63,12 @@ def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
     if positions is None:
         positions = torch.arange(prompt.shape[1] + n_answer, device=prompt.device)
     caches: list[dict[str, torch.Tensor]] = [{} for _ in model.layers.layers]
-    tokens, answer = prompt, []
+    tokens, end, answer = prompt, prompt.shape[1], []  # end: the tokens so far, with the ones fed this step
     for _ in range(n_answer):
-        end = caches[0]["k"].shape[2] + tokens.shape[1] if caches[0] else tokens.shape[1]
         with autocast(tokens.device):
             tokens = model.extend(tokens, caches, positions[:end])[:, -1].argmax(-1, keepdim=True)  # (B, 1)
         answer.append(tokens)
+        end += 1
     return torch.cat(answer, dim=1) if answer else prompt[:, :0]
 
 
