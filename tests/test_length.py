@@ -85,7 +85,7 @@ def test_greedy_generation_equals_the_teacher_forced_pass_over_its_own_output(sc
     prompt = torch.randint(0, 5, (4, 7), generator=torch.Generator().manual_seed(1))
     answer = generate(model, prompt, 6)
     with torch.no_grad():
-        again = model(torch.cat([prompt, answer[:, :-1]], dim=1)).argmax(-1)[:, prompt.shape[1] - 1:]
+        again = model(torch.cat([prompt, answer[:, :-1]], dim=1))[0].argmax(-1)[:, prompt.shape[1] - 1:]
     assert torch.equal(again, answer)
 
 
@@ -102,11 +102,14 @@ def test_cached_generation_gives_the_full_forward_logits_for_every_scheme(scheme
     tokens = torch.randint(0, 7, (3, 12), generator=torch.Generator().manual_seed(2))  # a prompt of 5, then 7 steps
     own = (model.pe.sample_positions(12, "cpu", draw=1) if isinstance(model.pe, RandomizedPositions)
            else torch.arange(12))
-    placements = [own] + ([torch.arange(12) * 0.6] if scheme == "rope" else [])
-    for positions in placements:
+    # RoPE also under position interpolation (fractional positions) and NTK scaling, set as its options
+    variants = [model] + ([model.with_positional(model.pe.extended(interpolation_factor=1 / 0.6)),
+                           model.with_positional(model.pe.extended(base_rescale_factor=3.0))] if scheme == "rope" else [])
+    for model in variants:
+        positions = own
         with torch.no_grad():
-            full = model(tokens, positions=positions)  # (3, 12, 7)
-            caches = [{} for _ in model.layers.layers]
+            full, _ = model(tokens, positions=positions)  # (3, 12, 7)
+            caches = model.new_caches()
             steps = [model.extend(tokens[:, :5], caches, positions[:5])]
             steps += [model.extend(tokens[:, t:t + 1], caches, positions[:t + 1]) for t in range(5, 12)]
         torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
@@ -298,9 +301,9 @@ def test_a_randomized_scheme_is_its_wrapped_scheme_at_the_drawn_positions():
                                rand.Options(base=100.0, max_position=64), seed=0, causal=False)
     tokens = torch.randint(0, 5, (2, 9))
     model.train()
-    assert not torch.allclose(model(tokens), model(tokens))
+    assert not torch.allclose(model(tokens)[0], model(tokens)[0])
     model.eval()
-    assert torch.equal(model(tokens), model(tokens))
+    assert torch.equal(model(tokens)[0], model(tokens)[0])
 
 
 def test_randomized_schemes_are_refused_by_tasks_whose_models_do_not_draw_positions():
@@ -313,7 +316,7 @@ def test_randomized_schemes_are_refused_by_tasks_whose_models_do_not_draw_positi
 
 def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_beyond_n(tmp_path):
     from pelab.tasks.length import data as length_data
-    from pelab.tasks.length.evaluate import evaluate, scaled_positions
+    from pelab.tasks.length.evaluate import evaluate
 
     task = get_task("reverse_causal")
     params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse_causal"], length_schemes=["rope", "none"]))
@@ -323,14 +326,15 @@ def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_b
     model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))
     base = model.pe.base
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert model.pe.base == base  # NTK scaling is undone after evaluation
+    assert model.pe.base == base and model.pe.base_rescale_factor == model.pe.interpolation_factor == 1.0  # unchanged
     n_max, train_max = cfg.data.test_max, cfg.data.train_max
     for split in ("test_pi", "test_ntk"):
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(train_max + 1, n_max + 1))
     assert {r["split"] for r in rows if r["length"] == "all"} == {"in", "beyond", "beyond_pi", "beyond_ntk"}
     # interpolation maps the longest test row into the trained rows' range of positions
     trained, longest = task.row_length(cfg.data, train_max), task.row_length(cfg.data, n_max)
-    assert float(scaled_positions(longest, trained / longest, "cpu").max()) < trained
+    pi = model.pe.extended(interpolation_factor=longest / trained)
+    assert float(pi.scaled_positions(torch.arange(longest)).max()) < trained
     # a model without RoPE gets no extension rows
     plain = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
     rows = evaluate(cfg, plain, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
@@ -388,14 +392,14 @@ def test_xpos_is_refused_in_bidirectional_attention_with_one_line():
 
 def record_positions(model) -> list:
     """Every positions tensor the model's layers receive, in call order (a whole pass, or a cached step)."""
-    seen, extend = [], model.layers.extend
-    model.layers.register_forward_pre_hook(lambda module, args: seen.append(args[1].clone()))
+    seen, extend = [], model.encoder.extend
+    model.encoder.register_forward_pre_hook(lambda module, args: seen.append(args[1].clone()))
 
     def recording(x, caches, positions):
         seen.append(positions.clone())
         return extend(x, caches, positions)
 
-    model.layers.extend = recording
+    model.encoder.extend = recording
     return seen
 
 
@@ -424,7 +428,7 @@ def test_a_generated_row_keeps_one_position_draw_and_each_step_reads_its_prefix(
     prompt = torch.cat([sources, torch.full((len(sources), 1), 99)], dim=1) % data.vocab_size
     answer = generate(model, prompt, n, draw)
     with torch.no_grad():
-        again = model(torch.cat([prompt, answer[:, :-1]], dim=1), positions=draw).argmax(-1)[:, n:]
+        again = model(torch.cat([prompt, answer[:, :-1]], dim=1), positions=draw)[0].argmax(-1)[:, n:]
     assert torch.equal(again, answer)
 
 

@@ -209,11 +209,16 @@ def test_alibi_sym_is_symmetric() -> None:
 
 @pytest.mark.parametrize("scheme", SCHEMES, ids=SCHEMES)
 def test_explicit_arange_positions_equal_the_default(scheme: str) -> None:
+    """The default positions are 0..T-1, or a randomized scheme's fixed evaluation draw for the length."""
+    from pelab.positional.randomized import RandomizedPositions
+
     model = make_model(scheme)
     x = tokens(3, TRAIN_LENGTH)
+    positions = (model.pe.sample_positions(TRAIN_LENGTH) if isinstance(model.pe, RandomizedPositions)
+                 else torch.arange(TRAIN_LENGTH))
     with torch.no_grad():
         default, _ = model(x)
-        explicit, _ = model(x, positions=torch.arange(TRAIN_LENGTH))
+        explicit, _ = model(x, positions=positions)
     assert_close(explicit, default, rtol=0, atol=0)
 
 
@@ -222,7 +227,7 @@ def test_relative_schemes_invariant_to_position_shift_in_the_model(scheme: str) 
     model = make_model(scheme)
     x = tokens(3, TRAIN_LENGTH)
     with torch.no_grad():
-        base, _ = model(x)
+        base, _ = model(x, positions=torch.arange(TRAIN_LENGTH))
         shifted, _ = model(x, positions=torch.arange(TRAIN_LENGTH) + 37)
     assert_close(shifted, base, rtol=1e-4, atol=1e-4)
 

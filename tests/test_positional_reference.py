@@ -168,3 +168,21 @@ def test_t5_buckets_match_hf_on_a_position_grid() -> None:
     ours = t5_relative_position_bucket(relative, bidirectional=True, **sizes)
     hf = T5Attention._relative_position_bucket(relative, bidirectional=True)
     assert_close(ours, hf, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("interpolation, rescale", [(1.0, 1.0), (4.0, 1.0), (1.0, 4.0), (2.5, 3.0)])
+def test_rope_extensions_match_x_transformers_rotary(interpolation: float, rescale: float) -> None:
+    """Position interpolation and NTK-aware scaling as options of ``rope`` give x-transformers' RotaryEmbedding
+    angles (its ``interpolation_factor`` divides positions, its ``base_rescale_factor`` s scales the base by
+    s^(d/(d-2)))."""
+    from x_transformers.x_transformers import RotaryEmbedding
+
+    from pelab.positional import build_positional_encoding
+
+    head_dim, length = 16, 40
+    ours = build_positional_encoding("rope", d_model=4 * head_dim, n_heads=4).extended(
+        interpolation_factor=interpolation, base_rescale_factor=rescale)
+    theirs = RotaryEmbedding(head_dim, interpolation_factor=interpolation, base_rescale_factor=rescale)
+    freqs, _ = theirs.forward_from_seq_len(length)  # (T, Dh): each angle repeated for its pair
+    torch.testing.assert_close(ours.angles(torch.arange(length)), freqs[..., ::2].reshape(length, -1),
+                               rtol=1e-5, atol=1e-5)

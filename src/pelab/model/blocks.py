@@ -114,6 +114,15 @@ class Encoder(nn.Module):
         self.norm = nn.LayerNorm(pe.d_model)
         self.drop = nn.Dropout(dropout)
 
+    def with_positional(self, pe: PositionalEncoding) -> Encoder:
+        """This stack's layers (shared, not copied) under another scheme of the same kind; ``self`` is unchanged."""
+        if pe.causal != self.pe.causal:
+            raise ValueError("with_positional: the new scheme must be built with the same causal flag")
+        check_depth(pe, len(self.layers))
+        other = nn.Module.__new__(type(self))
+        other.__dict__ = {**self.__dict__, "_modules": {**self._modules, "pe": pe}}
+        return other
+
     def forward(self, x, positions, key_padding_mask=None, need_weights=False):
         """x: (B, T, D) token embeddings; positions: (T,). Returns (B, T, D) and per-layer attention."""
         x = self.drop(self.pe.embed(x, positions))

@@ -12,19 +12,18 @@ sequences of a length are split into ``eval.position_draws`` groups, group d pla
 length (the randomized-PE reference averages over sub-batches the same way), so one draw's luck does not
 decide a length's score, and every run and scheme sees the same draws (runs stay paired).
 
-A ``rope`` model is also scored beyond N with two evaluation-time extensions of RoPE (no retraining), for a row
-of T tokens when the longest trained row had L:
-* position interpolation (Chen et al. 2023, https://arxiv.org/abs/2306.15595): positions m -> m·L/T, so every
-  angle stays inside the trained range; splits ``test_pi`` / ``beyond_pi``;
+A ``rope`` model is also scored beyond N with RoPE's two evaluation-time extensions (no retraining;
+``pelab.positional.rope``), for a row of T tokens when the longest trained row had L, s = T/L:
+* position interpolation (Chen et al. 2023, https://arxiv.org/abs/2306.15595): ``interpolation_factor`` s, so
+  every angle stays inside the trained range; splits ``test_pi`` / ``beyond_pi``;
 * NTK-aware base scaling (bloc97 2023; Peng et al. 2023, YaRN, https://arxiv.org/abs/2309.00071, §3.2):
-  base -> base·(T/L)^(d/(d−2)), d the head dimension: high frequencies kept, low ones interpolated; splits
-  ``test_ntk`` / ``beyond_ntk``.
+  ``base_rescale_factor`` s (base -> base·s^(d/(d−2)), d the head dimension): high frequencies kept, low
+  ones interpolated; splits ``test_ntk`` / ``beyond_ntk``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -38,19 +37,19 @@ from pelab.tasks.length.data.layout import encoder_rows
 from pelab.tasks.length.model import LengthTransformer
 
 
-def row_positions(model: LengthTransformer, length: int, draw: int, scale: float, device) -> torch.Tensor | None:
-    """(length,) positions of a row: draw ``draw`` of a randomized scheme (fixed per length and draw), else
-    ``scaled_positions`` (None: the model's own 0..length-1)."""
+def row_positions(model: LengthTransformer, length: int, draw: int, device) -> torch.Tensor | None:
+    """(length,) positions of a row: draw ``draw`` of a randomized scheme (fixed per length and draw), else None
+    (the model's own 0..length-1)."""
     if isinstance(model.pe, RandomizedPositions):
         return model.pe.sample_positions(length, device, draw=draw)
-    return scaled_positions(length, scale, device)
+    return None
 
 
 @torch.no_grad()
 def predict_encoder(model: LengthTransformer, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
     """(B, T) rows with blank answer slots, positions (T,) or None -> (B, T) argmax predictions."""
     with autocast(tokens.device):
-        return model(tokens, positions=positions).argmax(-1)
+        return model(tokens, positions=positions)[0].argmax(-1)
 
 
 @torch.no_grad()
@@ -62,7 +61,7 @@ def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
     prefix; None: the model's own 0, 1, 2, ..."""
     if positions is None:
         positions = torch.arange(prompt.shape[1] + n_answer, device=prompt.device)
-    caches: list[dict[str, torch.Tensor]] = [{} for _ in model.layers.layers]
+    caches = model.new_caches()
     tokens, end, answer = prompt, prompt.shape[1], []  # end: the tokens so far, with the ones fed this step
     for _ in range(n_answer):
         with autocast(tokens.device):
@@ -72,25 +71,9 @@ def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
     return torch.cat(answer, dim=1) if answer else prompt[:, :0]
 
 
-def scaled_positions(length: int, scale: float, device) -> torch.Tensor | None:
-    """None (the model's own positions) at scale 1, else arange(length)·scale (position interpolation)."""
-    return None if scale == 1.0 else torch.arange(length, device=device, dtype=torch.float32) * scale
-
-
-@contextmanager
-def rope_base(model: LengthTransformer, base: float):
-    """Evaluate with RoPE's base temporarily replaced (NTK-aware scaling)."""
-    pe, old = model.pe, model.pe.base
-    pe.base = base
-    try:
-        yield
-    finally:
-        pe.base = old
-
-
 @torch.no_grad()
 def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Tensor, causal: bool,
-                  device: torch.device, batch_size: int, position_scale: float = 1.0,
+                  device: torch.device, batch_size: int,
                   draws: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Per example: exact match (whole answer right) and token accuracy (share of answer tokens right). The
     examples are split into ``draws`` groups, group d placed at position draw d (``row_positions``)."""
@@ -100,12 +83,11 @@ def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Ten
             question, answer = data.problem.question_answer(group[start:start + batch_size], data.config.n_symbols)
             if causal:
                 tokens, _ = encoder_rows(question, answer[:, :0], data.config.n_symbols)  # question SEP
-                positions = row_positions(model, tokens.shape[1] + answer.shape[1] - 1, draw, position_scale,
-                                          device)
+                positions = row_positions(model, tokens.shape[1] + answer.shape[1] - 1, draw, device)
                 predicted = generate(model, tokens.to(device), answer.shape[1], positions).cpu()
             else:
                 tokens, targets = encoder_rows(question, answer, data.config.n_symbols)
-                positions = row_positions(model, tokens.shape[1], draw, position_scale, device)
+                positions = row_positions(model, tokens.shape[1], draw, device)
                 predicted = predict_encoder(model, tokens.to(device), positions).cpu()
                 predicted = predicted[:, targets.shape[1] - answer.shape[1]:]
             correct = predicted == answer  # (B, a)
@@ -135,12 +117,11 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
         record("test", "in" if n <= data.config.train_max else "beyond", n, *scores)
         if rope and n > data.config.train_max:
             ratio = row_length(n) / trained  # > 1: how far past the trained rows
-            record("test_pi", "beyond_pi", n,
-                   *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size, 1.0 / ratio))
-            head_dim = model.pe.head_dim
-            with rope_base(model, model.pe.base * ratio ** (head_dim / (head_dim - 2))):
-                record("test_ntk", "beyond_ntk", n,
-                       *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size))
+            pi = model.pe.extended(interpolation_factor=ratio)
+            ntk = model.pe.extended(base_rescale_factor=ratio)
+            for split, where, pe in (("test_pi", "beyond_pi", pi), ("test_ntk", "beyond_ntk", ntk)):
+                record(split, where, n, *answer_scores(model.with_positional(pe), data, sources, causal, device,
+                                                       cfg.eval.batch_size))
     for where, metrics in by_range.items():
         for metric, values in metrics.items():
             rows.append({"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)})

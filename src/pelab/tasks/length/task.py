@@ -33,7 +33,7 @@ def rows(data: LengthData, sources: torch.Tensor, causal: bool) -> Batch:
 
 def length_loss(model: LengthTransformer, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     tokens, targets = batch
-    logits = model(tokens)  # (B, T, V)
+    logits, _ = model(tokens)  # (B, T, V)
     n_answer = (targets != IGNORE).sum()  # a tensor: reading it would sync the device every step
     return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE), n_answer
 
@@ -44,7 +44,7 @@ class LengthTask(Task):
     problem: ClassVar[str]
     causal: ClassVar[bool]
     section = "length"  # every length task reads the one ``length:`` block of params
-    draws_positions = True  # LengthTransformer asks randomized schemes for its positions
+    draws_positions = True  # the sequence model asks randomized schemes for its positions
     vectorises = False  # each step draws one training length per seed: the seeds' batches differ in shape
     sections = {"data": LengthDataConfig, "model": LengthModelConfig, "train": TrainConfig, "eval": LengthEvalConfig}
     # "in": test sequences of the training lengths 1..N (none seen in training); "beyond": lengths N+1..M.
