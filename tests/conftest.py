@@ -22,12 +22,12 @@ def shared_dir() -> Path:
 
 
 def smoke_raw(**changes) -> dict:
-    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``. The length study
-    is left out (``length_tasks: []``) unless ``changes`` names it."""
+    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``. The length and LM
+    studies are left out (``length_tasks: []``, ``lm_tasks: []``) unless ``changes`` names them."""
     from pelab.compose import compose_params
 
     composed = compose_params(ROOT / "conf", ["profile=smoke"])
-    composed.update({"length_tasks": [], **changes})
+    composed.update({"length_tasks": [], "lm_tasks": [], **changes})
     return composed
 
 

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.e2e
 def study(repo_root, tmp_path_factory):
     full = compose_params(repo_root / "conf", [])  # the defaults: pe=all, every task, five seeds, profile full
     overrides = ["profile=smoke", f"length_tasks=[{','.join(full['length_tasks'])}]",
-                 f"length_schemes=[{','.join(full['length_schemes'])}]"]
+                 f"length_schemes=[{','.join(full['length_schemes'])}]", f"lm_tasks=[{','.join(full['lm_tasks'])}]",
+                 f"lm_schemes=[{','.join(full['lm_schemes'])}]"]
     dest = copy_worktree(repo_root, tmp_path_factory.mktemp("default_study") / "repo")
     run(["pelab", "compose", *overrides, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
@@ -31,7 +32,9 @@ def test_every_stage_of_the_default_study_runs(study):
     stages = {line.split()[0] for line in run(["dvc", "stage", "list"], project).splitlines() if line.strip()}
     n_main, n_length = len(full["tasks"]) * len(full["pe"]["schemes"]), len(full["length_tasks"]) * len(
         full["length_schemes"])
-    assert len(stages) == len(full["tasks"]) + len(full["length_tasks"]) + 2 * (n_main + n_length) + 2
+    n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])
+    assert full["lm_tasks"] == ["lm"] and n_lm == 11
+    assert len(stages) == len(full["tasks"]) + len(full["length_tasks"]) + 1 + 2 * (n_main + n_length + n_lm) + 2
     assert ran(out, "") == stages
 
 
@@ -40,7 +43,8 @@ def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
     shown = run(["dvc", "metrics", "show"], project)
     report = (project / "reports/report.md").read_text()
     summary = json.loads((project / "reports/summary.json").read_text())
-    for tasks, schemes in ((full["tasks"], full["pe"]["schemes"]), (full["length_tasks"], full["length_schemes"])):
+    for tasks, schemes in ((full["tasks"], full["pe"]["schemes"]), (full["length_tasks"], full["length_schemes"]),
+                           (full["lm_tasks"], full["lm_schemes"])):
         for task in tasks:
             assert sorted(summary[task]) == sorted(schemes), task
             for scheme in schemes:

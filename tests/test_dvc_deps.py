@@ -101,7 +101,8 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
     """(name, stage definition with ${item…} filled in, item) for every stage of dvc.yaml at the full profile."""
     params = compose_params(ROOT / "conf", [])
     context = {"tasks": params["tasks"], "pe.schemes": params["pe"]["schemes"], "length_tasks": params["length_tasks"],
-               "length_schemes": params["length_schemes"], "seeds": params["seeds"]}
+               "length_schemes": params["length_schemes"], "lm_tasks": params["lm_tasks"],
+               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"]}
     out = []
     for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
         if "foreach" in stage:

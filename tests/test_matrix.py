@@ -14,6 +14,7 @@ from conftest import smoke_raw
 
 from pelab.params import parse_params
 from pelab.positional import scheme_names
+from pelab.positional.randomized import RandomizedPositions
 from pelab.runner.checkpoint import load_run, run_dir
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_runs
@@ -91,7 +92,9 @@ def test_pair_trains_on_every_path_reloads_and_evaluates_or_is_refused_in_one_li
         scored = [row for row in rows if row["metric"] != "eval_time_s"]
         assert scored and all(math.isfinite(row["value"]) for row in scored)
         assert all(0.0 <= row["value"] <= 1.0 for row in scored if row["metric"] in ("exact_match", "token_accuracy"))
-    if "stacked" in histories:  # the same runs, to float tolerance (kernels batched over seeds round differently)
+    # the same runs, to float tolerance (kernels batched over seeds round differently); except where positions are
+    # drawn at random in training, which a stack draws from vmap's per-seed streams, as it draws dropout masks
+    if "stacked" in histories and not isinstance(run.model.pe, RandomizedPositions):
         for stacked, alone in zip(histories["stacked"], histories["one_by_one"]):
             assert stacked == pytest.approx(alone, rel=1e-4, abs=1e-5)
 

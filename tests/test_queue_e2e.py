@@ -13,7 +13,7 @@ from test_pipeline_e2e import copy_worktree, run
 
 pytestmark = pytest.mark.e2e
 
-STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "seeds=[0]"]
+STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "lm_tasks=[]", "seeds=[0]"]
 
 
 def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_results(repo_root, tmp_path):

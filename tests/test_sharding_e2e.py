@@ -13,7 +13,7 @@ from test_pipeline_e2e import ENV, copy_worktree, ran, run
 
 pytestmark = pytest.mark.e2e
 
-STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "seeds=[0]"]
+STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "lm_tasks=[]", "seeds=[0]"]
 
 
 def clone(origin: Path, dest: Path, remote: Path, schemes: list[str]) -> Path:

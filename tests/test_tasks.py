@@ -100,11 +100,12 @@ def test_the_registries_conf_and_dvc_yaml_agree(repo_root):
     from pelab.positional import scheme_names
 
     full = compose_params(repo_root / "conf")
-    assert [*full["tasks"], *full["length_tasks"]] == task_names()
+    assert [*full["tasks"], *full["length_tasks"], *full["lm_tasks"]] == task_names()
     for name in task_names():
         section = full[get_task(name).params_section]
         assert {"data", "model", "train", "eval", "positional"} <= set(section), name
     assert set(scheme_names()) == set(full["positional"]) == set(full["length"]["positional"])
+    assert set(full["lm_schemes"]) == set(full["lm"]["positional"])
     # xpos, causal only, is left out of the full length study, whose tasks are bidirectional too
     assert set(scheme_names()) - set(full["pe"]["schemes"]) - set(full["length_schemes"]) == {"xpos"}
     for scheme in full["pe"]["schemes"]:  # `-S pe=<scheme>` (the length study lists its schemes instead)

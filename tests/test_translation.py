@@ -604,7 +604,7 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     from pelab.tasks import get_task
 
     raw = compose_params(repo_root / "conf", ["profile=smoke", "pe.schemes=[none,rope]", "seeds=[0,1]",
-                                              "tasks=[translation]", "length_tasks=[]"])
+                                              "tasks=[translation]", "length_tasks=[]", "lm_tasks=[]"])
     raw["translation"]["data"].update(search_dirs=[str(multi30k_dir)], train_sentences=120, test_sentences=6)
     raw["translation"]["train"].update(steps=4, log_every=2, val_sentences=8)
     raw["translation"]["eval"]["examples"] = [0, 3]
@@ -699,7 +699,7 @@ def test_eval_splits_scores_only_the_listed_test_sets(multi30k_dir, repo_root, t
     from pelab.tasks import get_task
 
     raw = compose_params(repo_root / "conf", ["profile=smoke", "pe.schemes=[rope]", "seeds=[0]",
-                                              "tasks=[translation]", "length_tasks=[]"])
+                                              "tasks=[translation]", "length_tasks=[]", "lm_tasks=[]"])
     raw["translation"]["data"].update(search_dirs=[str(multi30k_dir)], train_sentences=120, test_sentences=6)
     raw["translation"]["train"].update(steps=3, log_every=3, val_sentences=8)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))

@@ -150,7 +150,7 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
     task = get_task(task_name)
     raw = copy.deepcopy(yaml.safe_load(Path(params_path).read_text()) or {})
     raw["pe"] = {"schemes": [scheme]}
-    raw["tasks"], raw["length_tasks"] = [task_name], []  # this one task, whichever study it belongs to
+    raw["tasks"], raw["length_tasks"], raw["lm_tasks"] = [task_name], [], []  # this one task, whichever study
     raw["seeds"] = [seed]
     if steps is not None:
         raw.setdefault(task.params_section, {}).setdefault("train", {})["steps"] = steps

@@ -32,10 +32,19 @@ class Params:
     task_configs: dict[str, TaskConfig]
     length_tasks: tuple[str, ...] = ()  # the length study's tasks (also in ``tasks``)
     length_schemes: tuple[str, ...] = ()  # the length study's schemes
+    lm_tasks: tuple[str, ...] = ()  # the language-model study's task (also in ``tasks``)
+    lm_schemes: tuple[str, ...] = ()  # the language-model study's schemes
 
     def schemes_of(self, task: str) -> tuple[str, ...]:
-        """The schemes ``task`` is run with: ``length_schemes`` for the length study, else ``pe.schemes``."""
-        return self.length_schemes if task in self.length_tasks else self.schemes
+        """The schemes ``task`` is run with: ``length_schemes`` for the length study, ``lm_schemes`` for the LM
+        study, else ``pe.schemes``."""
+        if task in self.length_tasks:
+            return self.length_schemes
+        return self.lm_schemes if task in self.lm_tasks else self.schemes
+
+    @property
+    def main_tasks(self) -> tuple[str, ...]:
+        return tuple(t for t in self.tasks if t not in self.length_tasks and t not in self.lm_tasks)
 
     def task(self, name: str) -> TaskConfig:
         if name not in self.task_configs:
@@ -63,18 +72,27 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
     if length_tasks and not length_schemes:
         raise ValueError("length_schemes is empty while length_tasks is not; list at least one scheme, e.g. "
                          "'length_schemes=[none,rope]', or leave the length study out with 'length_tasks=[]'")
+    lm_tasks = tuple(str(t) for t in raw.get("lm_tasks") or ())
+    lm_schemes = scheme_list("lm_schemes", raw.get("lm_schemes"))
+    if lm_tasks and not lm_schemes:
+        raise ValueError("lm_schemes is empty while lm_tasks is not; list at least one scheme, e.g. "
+                         "'lm_schemes=[sinusoidal,alibi]', or leave the LM study out with 'lm_tasks=[]'")
+    for name in lm_tasks:
+        if name != "lm":
+            raise ValueError(f"unknown task {name!r} in lm_tasks; valid choices: lm")
     seeds = tuple(raw.get("seeds") or ())
     if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
     # `tasks`: the main study's tasks (dvc.yaml stages train@…); `length_tasks`: the length-generalisation study's
-    # (train_length@…, pelab/tasks/length). Params.tasks is both, in that order.
-    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + length_tasks
+    # (train_length@…, pelab/tasks/length); `lm_tasks`: the LM study's (train_lm@lm-…). Params.tasks is all three,
+    # in that order.
+    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + length_tasks + lm_tasks
     if not tasks:
-        raise ValueError(f"tasks and length_tasks are empty; list at least one of: {', '.join(task_names())}")
+        raise ValueError(f"tasks, length_tasks and lm_tasks are empty; list at least one of: {', '.join(task_names())}")
     if len(set(tasks)) != len(tasks):
-        raise ValueError(f"a task is listed twice in tasks + length_tasks: {list(tasks)}")
+        raise ValueError(f"a task is listed twice in tasks + length_tasks + lm_tasks: {list(tasks)}")
     device = str(raw.get("device", "auto"))
     check_device(device) if check_cuda else None
     reference = str(raw.get("reference", "sinusoidal"))
@@ -91,12 +109,12 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         if task.section is not None and name in raw:
             raise ValueError(f"params section {name!r}: task {name!r} reads the {task.section!r} section; move its "
                              f"settings there")
-        task_configs[name] = task.config(raw.get(task.params_section),
-                                         length_schemes if name in length_tasks else schemes, positional_raw)
+        study_schemes = length_schemes if name in length_tasks else lm_schemes if name in lm_tasks else schemes
+        task_configs[name] = task.config(raw.get(task.params_section), study_schemes, positional_raw)
     return Params(
         profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,
-        length_tasks=length_tasks, length_schemes=length_schemes,
+        length_tasks=length_tasks, length_schemes=length_schemes, lm_tasks=lm_tasks, lm_schemes=lm_schemes,
     )
 
 

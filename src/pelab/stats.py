@@ -98,7 +98,8 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 # The range of each bounded metric (a suffix _beam / _greedy names the decoding): intervals never leave it.
 METRIC_RANGES = {"exact_match": (0.0, 1.0), "token_accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "chrf": (0.0, 100.0),
-                 "nltk_bleu": (0.0, 100.0), "nltk_char_bleu": (0.0, 100.0)}
+                 "nltk_bleu": (0.0, 100.0), "nltk_char_bleu": (0.0, 100.0), "passkey": (0.0, 1.0),
+                 "passkey_digits": (0.0, 1.0), "ppl_window": (1.0, math.inf), "ppl_sliding": (1.0, math.inf)}
 
 
 def metric_range(metric: str) -> tuple[float, float]:

@@ -24,10 +24,8 @@ def sinusoidal_table(positions: torch.Tensor, dim: int, base: float = 10000.0) -
     dtype = positions.dtype if positions.is_floating_point() else torch.float32
     inv_freq = base ** (-torch.arange(0, dim, 2, dtype=dtype, device=positions.device) / dim)
     angles = positions.to(dtype)[:, None] * inv_freq[None, :]  # (T, dim/2)
-    table = torch.empty(positions.shape[0], dim, dtype=dtype, device=positions.device)
-    table[:, 0::2] = angles.sin()
-    table[:, 1::2] = angles.cos()
-    return table
+    # sin at even dimensions, cos at odd ones; out of place, so that it runs under vmap with per-seed positions
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)  # (T, dim)
 
 
 def rope_angles(positions: torch.Tensor, head_dim: int, base: float = 10000.0) -> torch.Tensor:

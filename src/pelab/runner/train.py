@@ -54,7 +54,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     ``stack``: train the seeds together as one vectorised model (``training.stacking``), if the task allows it
     (``Task.vectorises``). None (auto): on CUDA always; on the CPU only for tasks whose batches need no padding
     to stack (padding the translation seeds' batches to one length costs more than stacking saves there:
-    benchmarks/results/quick_profile.md). Otherwise the seeds train one after another.
+    benchmarks/results/quick_profile.md) and that do not opt out (``Task.stack_on_cpu``: the LM study). Otherwise the seeds train one after another.
 
     ``kept``: a folder for this (task, scheme) (``runner.kept_runs``): a seed whose run is kept there, trained
     from exactly what it would be trained from now, is restored instead of trained; every run trained here is
@@ -84,7 +84,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     for k in set(range(len(seeds))) - set(todo):
         print(f"note: {task_name} {scheme} seed {seeds[k]} was trained before from the same inputs; kept")
     if stack is None:
-        stack = dev.type == "cuda" or task.batch_padding is None
+        stack = dev.type == "cuda" or (task.batch_padding is None and task.stack_on_cpu)
     groups = [todo] if stack and task.vectorises else [[k] for k in todo]
     for group in (g for g in groups if g):
         group_seeds = [seeds[k] for k in group]

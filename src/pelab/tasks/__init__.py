@@ -16,6 +16,7 @@ from pelab.tasks.length.task import (
     ReverseCausalTask,
     ReverseTask,
 )
+from pelab.tasks.lm.task import LMTask
 from pelab.tasks.translation.task import TranslationTask
 
 TASKS: dict[str, type[Task]] = {
@@ -28,6 +29,8 @@ TASKS: dict[str, type[Task]] = {
     "reverse_causal": ReverseCausalTask,
     "duplicate_causal": DuplicateCausalTask,
     "addition_causal": AdditionCausalTask,
+    # the language-model study (pelab/tasks/lm): decoder-only on real text, perplexity and passkey by length
+    "lm": LMTask,
 }
 
 

@@ -70,6 +70,9 @@ class Task(ABC):
     # whether the seeds of one scheme may train together as one vectorised model (training.stacking): every
     # seed's batch at a step must stack into one tensor (same shape, or padded with ``batch_padding``)
     vectorises: ClassVar[bool] = True
+    # whether stacking pays on the CPU (it always does on CUDA): False where measured slower there (the LM study:
+    # five seeds stacked 2x slower than one after another on 2 cores, the vocabulary-sized logits dominate)
+    stack_on_cpu: ClassVar[bool] = True
     # the padding value of each tensor of a training batch, so that batches of different lengths stack; None:
     # the task's batches always have one shape
     batch_padding: ClassVar[tuple[int, ...] | None] = None

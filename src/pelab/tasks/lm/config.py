@@ -1,0 +1,76 @@
+"""The LM study's config sections: ``lm.data``, ``lm.model``, ``lm.train``, ``lm.eval``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pelab.config import TrainConfig
+from pelab.model.config import ModelConfig
+
+__all__ = ["LMDataConfig", "LMEvalConfig", "LMTrainConfig", "ModelConfig"]
+
+CORPORA = ("sotu",)
+
+
+@dataclass(frozen=True)
+class LMDataConfig:
+    """Text split by document (speech): every ``test_every``-th speech is test, the one ``test_every // 2``
+    before it validation, the rest training (chronological order, so test speeches span 1790-2026)."""
+
+    corpus: str = "sotu"
+    vocab_size: int = 4096  # BPE vocabulary, trained on the training speeches only
+    context: int = 128  # L: the training rows' length in tokens
+    test_every: int = 10
+    train_documents: int | None = None  # use only the first n training speeches (the smoke profile); None: all
+    eval_tokens_per_doc: int = 1024  # scored tokens from the start of each test speech (a multiple of the longest
+    # evaluation length: every protocol and length scores exactly these tokens)
+
+    def __post_init__(self) -> None:
+        if self.corpus not in CORPORA:
+            raise ValueError(f"unknown lm.data.corpus {self.corpus!r}; valid choices: {', '.join(CORPORA)}")
+        if self.vocab_size < 300:
+            raise ValueError(f"lm.data.vocab_size must be >= 300, got {self.vocab_size}")
+        if self.context < 48:
+            raise ValueError(f"lm.data.context must be >= 48 (a passkey row needs room), got {self.context}")
+        if self.test_every < 3:
+            raise ValueError(f"lm.data.test_every must be >= 3, got {self.test_every}")
+        if self.train_documents is not None and self.train_documents < 1:
+            raise ValueError(f"lm.data.train_documents must be >= 1 or null, got {self.train_documents}")
+        if self.eval_tokens_per_doc < 1:
+            raise ValueError(f"lm.data.eval_tokens_per_doc must be >= 1, got {self.eval_tokens_per_doc}")
+
+
+@dataclass(frozen=True)
+class LMEvalConfig:
+    multiples: tuple[int, ...] = (1, 2, 4, 8)  # evaluation lengths T = k·L
+    sliding_stride: float = 0.5  # the sliding window's stride as a share of the window T (scores its last S tokens)
+    passkey_depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # where the key sits in the filler
+    passkey_trials: int = 20  # passkey rows per (length, depth), the same for every scheme and seed
+    batch_size: int = 16  # rows per forward pass
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "multiples", tuple(int(k) for k in self.multiples))
+        object.__setattr__(self, "passkey_depths", tuple(float(d) for d in self.passkey_depths))
+        if not self.multiples or self.multiples[0] != 1 or list(self.multiples) != sorted(set(self.multiples)):
+            raise ValueError(f"lm.eval.multiples must be increasing and start at 1 (the training length), got "
+                             f"{list(self.multiples)}")
+        if not 0.0 < self.sliding_stride <= 1.0:
+            raise ValueError(f"lm.eval.sliding_stride must be in (0, 1], got {self.sliding_stride}")
+        if not self.passkey_depths or not all(0.0 <= d <= 1.0 for d in self.passkey_depths):
+            raise ValueError(f"lm.eval.passkey_depths must lie in [0, 1], got {list(self.passkey_depths)}")
+        if self.passkey_trials < 1 or self.batch_size < 1:
+            raise ValueError(f"lm.eval.passkey_trials and batch_size must be >= 1, got {self.passkey_trials}, "
+                             f"{self.batch_size}")
+
+
+@dataclass(frozen=True)
+class LMTrainConfig(TrainConfig):
+    """The shared training settings, plus the share of every batch's rows that are passkey rows (the same for
+    every scheme: a small model trained from scratch retrieves no passkey zero-shot)."""
+
+    passkey_share: float = 0.25
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.passkey_share < 1.0:
+            raise ValueError(f"lm.train.passkey_share must be in [0, 1), got {self.passkey_share}")

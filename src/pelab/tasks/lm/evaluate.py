@@ -1,0 +1,179 @@
+"""LM evaluation: perplexity against length (two protocols) and passkey retrieval, at every T = k·L.
+
+Perplexity is exp of the mean next-token NLL over the same scored tokens for every length and protocol: the
+first ``eval_tokens_per_doc`` targets of each test speech (``LMData.test``), each scored exactly once
+(``windows``), windows never crossing a speech:
+* ``window`` (non-overlapping): the speech cut into windows of T tokens, each scored in full, so a window's first
+  tokens have little context (the "early token curse", Press et al. 2022, https://arxiv.org/abs/2108.12409, §B);
+* ``sliding``: windows of T tokens every S = ``sliding_stride``·T tokens; the first scores all its tokens, every
+  later one only its last S, which therefore see at least T − S tokens of context.
+``nll_by_position``: the mean NLL at each position of the ``window`` protocol's longest windows, in 16 bins
+(where in the window a scheme breaks).
+
+Passkey (``data/passkey.py``): ``passkey_trials`` rows per (length, depth), drawn from a generator seeded by the
+length and depth index, so every run and scheme sees the same rows; ``accuracy``: the share whose whole key is
+predicted (each digit the argmax given the true prefix: exactly greedy generation's success); ``digit_accuracy``:
+the share of key digits predicted (partial credit, chance 0.1).
+
+Tidy rows: {split, length, metric, value[, depth]}; splits ``window``, ``sliding``, ``passkey``,
+``nll_by_position`` per length, and summaries with length ``all``: ``at_L`` and ``at_4L`` (the largest multiple
+when 4 is not evaluated) with ``ppl_window``, ``ppl_sliding``, ``passkey`` (and ``ppl_ratio`` at 4L: its
+window perplexity over the one at L), ``beyond`` (``passkey`` and ``passkey_digits`` over every length > L and
+depth; ``passkey_digits`` also at L).
+
+A ``rope`` model is also scored at every T > L with RoPE's evaluation-time extensions (``pelab.positional.rope``;
+s = T/L): position interpolation (splits ``*_pi``) and NTK-aware scaling (``*_ntk``). Randomized schemes are
+scored at their fixed evaluation draw of positions for each length (``RandomizedPositions.sample_positions``).
+A learned table's rows beyond L are never trained: it is scored with them as they are, as the randomized-PE
+study scores its learned baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from pelab.device import autocast
+from pelab.model.sequence import SequenceTransformer
+from pelab.positional import scheme_of
+from pelab.tasks.base import TaskConfig
+from pelab.tasks.lm.data import LMData
+from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, answer_slice, passkey_rows
+
+POSITION_BINS = 16
+
+
+def windows(n_targets: int, window: int, stride: int) -> list[tuple[int, int]]:
+    """(start, first scored index within the window) of each window over a text of ``n_targets`` targets: windows
+    of ``window`` tokens every ``stride``; the first scores from 0, later ones their last ``stride`` tokens, so each
+    target is scored exactly once (the caller checks that ``stride`` tiles ``n_targets - window``)."""
+    return [(start, 0 if start == 0 else window - stride) for start in range(0, n_targets - window + 1, stride)]
+
+
+@torch.no_grad()
+def token_nll(model: SequenceTransformer, rows: torch.Tensor) -> torch.Tensor:
+    """rows (B, T + 1) -> (B, T) NLL of each next token given its prefix in the row."""
+    with autocast(rows.device):
+        logits, _ = model(rows[:, :-1])  # (B, T, V)
+    return F.cross_entropy(logits.float().transpose(1, 2), rows[:, 1:], reduction="none")
+
+
+@torch.no_grad()
+def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
+               device: torch.device) -> tuple[float, int, torch.Tensor]:
+    """(mean NLL over the scored targets, their count, mean NLL by position within the window (window,))."""
+    spans = [(doc, start, first) for doc in docs for start, first in windows(len(doc) - 1, window, stride)]
+    total, count = 0.0, 0
+    by_position = torch.zeros(window, dtype=torch.float64)
+    for i in range(0, len(spans), batch_size):
+        chunk = spans[i:i + batch_size]
+        rows = torch.stack([doc[start:start + window + 1] for doc, start, _ in chunk]).to(device)
+        nll = token_nll(model, rows).double().cpu()  # (B, window)
+        for row, (_, _, first) in zip(nll, chunk):
+            total += float(row[first:].sum())
+            count += window - first
+        by_position += nll.sum(0)
+    return total / count, count, by_position / len(spans)
+
+
+@torch.no_grad()
+def passkey_accuracy(model: SequenceTransformer, fmt: PasskeyFormat, length: int, depth: float, trials: int,
+                     seed: int, batch_size: int, device: torch.device) -> tuple[float, float]:
+    """Of ``trials`` rows of ``length`` tokens (key at ``depth``): the share whose whole key is predicted, and the
+    share of key digits predicted (partial credit; chance 0.1)."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = passkey_rows(fmt, length, [depth] * trials, generator)  # (trials, length)
+    correct = []
+    for i in range(0, trials, batch_size):
+        batch = rows[i:i + batch_size].to(device)
+        with autocast(device):
+            logits, _ = model(batch)  # (B, length, V)
+        predicted = logits[:, answer_slice(length)].argmax(-1)  # (B, DIGITS)
+        correct.append((predicted == batch[:, -DIGITS:]).cpu())
+    correct = torch.cat(correct).float()  # (trials, DIGITS)
+    return float(correct.all(dim=1).float().mean()), float(correct.mean())
+
+
+def score(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device, suffix: str,
+          lengths: list[int], longest: int) -> list[dict[str, Any]]:
+    """The rows of one model (``suffix`` names an evaluation-time variant: "", "_pi", "_ntk") at ``lengths``;
+    ``nll_by_position`` at the ``longest`` evaluation length."""
+    rows: list[dict[str, Any]] = []
+    fmt = PasskeyFormat.of(data.tokenizer)
+    for length in lengths:
+        for protocol, stride in (("window", length), ("sliding", round(length * cfg.eval.sliding_stride))):
+            nll, count, by_position = perplexity(model, data.test, length, stride, cfg.eval.batch_size, device)
+            rows += [{"split": protocol + suffix, "length": length, "metric": "ppl", "value": math.exp(nll)},
+                     {"split": protocol + suffix, "length": length, "metric": "nll", "value": nll},
+                     {"split": protocol + suffix, "length": length, "metric": "tokens", "value": count}]
+            if protocol == "window" and length == longest:
+                bins = by_position.view(POSITION_BINS, -1).mean(1) if length % POSITION_BINS == 0 else by_position
+                width = length // len(bins)
+                rows += [{"split": "nll_by_position" + suffix, "length": b * width, "metric": "nll", "value": float(v)}
+                         for b, v in enumerate(bins)]
+        for d, depth in enumerate(cfg.eval.passkey_depths):
+            exact, digits = passkey_accuracy(model, fmt, length, depth, cfg.eval.passkey_trials,
+                                             1_000_003 * length + d, cfg.eval.batch_size, device)
+            rows += [{"split": "passkey" + suffix, "length": length, "depth": depth, "metric": "accuracy",
+                      "value": exact},
+                     {"split": "passkey" + suffix, "length": length, "depth": depth, "metric": "digit_accuracy",
+                      "value": digits}]
+    return rows
+
+
+def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> list[dict[str, Any]]:
+    """The length-``all`` rows: at_L, at_4L (or the largest length), beyond (passkey past L)."""
+    def value(split: str, length: int, metric: str) -> float | None:
+        found = [r["value"] for r in rows if r["split"] == split + suffix and r["length"] == length
+                 and r["metric"] == metric]
+        return found[0] if found else None
+
+    def passkey(keep, metric: str = "accuracy") -> float | None:
+        found = [r["value"] for r in rows if r["split"] == "passkey" + suffix and keep(r["length"])
+                 and r["metric"] == metric]
+        return sum(found) / len(found) if found else None
+
+    lengths = sorted({r["length"] for r in rows if r["split"] == "window" + suffix})
+    far = 4 * context if 4 * context in lengths else lengths[-1]
+    out = []
+    for name, length in (("at_L", context), ("at_4L", far)):
+        for metric, v in (("ppl_window", value("window", length, "ppl")),
+                          ("ppl_sliding", value("sliding", length, "ppl")),
+                          ("passkey", passkey(lambda t, length=length: t == length))):
+            if v is not None:
+                out.append({"split": name + suffix, "length": "all", "metric": metric, "value": v})
+    at_l, at_far = value("window", context, "ppl"), value("window", far, "ppl")
+    if at_l is not None and at_far is not None:
+        out.append({"split": "at_4L" + suffix, "length": "all", "metric": "ppl_ratio", "value": at_far / at_l})
+    for metric, name in (("accuracy", "passkey"), ("digit_accuracy", "passkey_digits")):
+        beyond = passkey(lambda t: t > context, metric)
+        if beyond is not None:
+            out.append({"split": "beyond" + suffix, "length": "all", "metric": name, "value": beyond})
+        at_l = passkey(lambda t: t == context, metric)
+        if at_l is not None and metric == "digit_accuracy":
+            out.append({"split": "at_L" + suffix, "length": "all", "metric": name, "value": at_l})
+    return out
+
+
+def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: torch.device) -> list[dict[str, Any]]:
+    model.to(device).eval()
+    context = cfg.data.context
+    lengths = [k * context for k in cfg.eval.multiples]
+    rows = score(model, cfg, data, device, "", lengths, lengths[-1])
+    out = rows + summaries(rows, context)
+    if scheme_of(model.pe) == "rope":  # by name: xpos and rand_rope are a subclass and a wrapper of RoPE
+        for suffix in ("_pi", "_ntk"):
+            variant: list[dict[str, Any]] = []
+            for length in lengths[1:]:
+                factor = length / context
+                pe = (model.pe.extended(interpolation_factor=factor) if suffix == "_pi"
+                      else model.pe.extended(base_rescale_factor=factor))
+                variant += score(model.with_positional(pe), cfg, data, device, suffix, [length], lengths[-1])
+            # at L both extensions are the identity (s = 1): the plain rows stand for them there
+            at_l = [{**r, "split": r["split"] + suffix} for r in rows if r["length"] == context
+                    and r["split"] in ("window", "sliding", "passkey")]
+            out += variant + summaries(at_l + variant, context, suffix)
+    return out

@@ -1,0 +1,127 @@
+"""The LM study behind the ``Task`` interface: what training executes (evaluation: ``evaluate.py``).
+
+A training row is L + 1 consecutive tokens of the training stream (inputs and next-token targets) at an offset
+drawn per row, or, for a fixed share of the rows (``lm.train.passkey_share``), a passkey
+row of length L + 1 with its key at a uniform depth. The loss is the mean next-token cross-entropy over every
+position of every row. The rows and their order depend on the seed only, the same for every scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from pelab.device import autocast
+from pelab.model.sequence import SequenceTransformer
+from pelab.tasks.base import Batch, Task, TaskConfig
+from pelab.tasks.lm import data as lm_data
+from pelab.tasks.lm.config import LMDataConfig, LMEvalConfig, LMTrainConfig, ModelConfig
+from pelab.tasks.lm.data import LMData
+from pelab.tasks.lm.data.passkey import PasskeyFormat
+from pelab.tasks.lm.model import build_lm
+
+VAL_ROWS = 64  # validation windows of length L behind the validation-loss curve
+
+
+def lm_loss(model: SequenceTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
+    inputs, targets = batch
+    logits, _ = model(inputs)  # (B, L, V)
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
+
+
+def text_rows(stream: torch.Tensor, starts: torch.Tensor, length: int) -> torch.Tensor:
+    """(B, length) windows of ``stream`` starting at ``starts`` (B,)."""
+    return stream[starts[:, None] + torch.arange(length)[None, :]]
+
+
+class LMTask(Task):
+    name = "lm"
+    sections = {"data": LMDataConfig, "model": ModelConfig, "train": LMTrainConfig, "eval": LMEvalConfig}
+    draws_positions = True  # the sequence model asks randomized schemes for its positions
+    attention_forms = (True,)  # decoder-only
+    stack_on_cpu = False  # quick sizes, 2 cores: 5 seeds x 100 steps took 39.5 s stacked, 20 s one after another
+    # at_L: evaluated at the training length; at_4L: at four times it (ppl_ratio = its window perplexity over the
+    # one at L); beyond: passkey accuracy over every length > L and depth
+    headline = {"at_L": ["ppl_window", "ppl_sliding", "passkey", "passkey_digits"],
+                "at_4L": ["ppl_window", "ppl_sliding", "ppl_ratio", "passkey"],
+                "beyond": ["passkey", "passkey_digits"]}
+    key_metrics = {"ppl_L": (("at_L",), "ppl_window"), "ppl_4L": (("at_4L",), "ppl_window"),
+                   "ppl_ratio_4L": (("at_4L",), "ppl_ratio"), "passkey_beyond": (("beyond",), "passkey")}
+
+    def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
+        lm_data.prepare(cfg.data, out_dir)
+
+    def load_data(self, data_dir: Path) -> LMData:
+        return lm_data.load(data_dir)
+
+    def data_info(self, data: LMData) -> dict[str, Any]:
+        # max_length: the training rows (the evaluation lengths are checked against every scheme in ``check``)
+        return {"vocab_size": data.vocab_size, "context": data.config.context, "max_length": data.config.context}
+
+    def max_length(self, cfg: TaskConfig) -> int:
+        return cfg.data.context * max(cfg.eval.multiples)
+
+    def check(self, cfg: TaskConfig) -> None:
+        super().check(cfg)
+        longest = self.max_length(cfg)
+        if cfg.data.eval_tokens_per_doc % longest:
+            raise ValueError(f"lm.data.eval_tokens_per_doc={cfg.data.eval_tokens_per_doc} must be a multiple of the "
+                             f"longest evaluation length {longest} (lm.data.context × max(lm.eval.multiples))")
+        for k in cfg.eval.multiples:
+            window = k * cfg.data.context
+            stride = window * cfg.eval.sliding_stride
+            if stride != int(stride) or (cfg.data.eval_tokens_per_doc - window) % int(stride):
+                raise ValueError(f"lm.eval.sliding_stride={cfg.eval.sliding_stride}: the stride at length {window} "
+                                 f"must be a whole number of tokens that tiles eval_tokens_per_doc")
+
+    def build_model(self, model_cfg: ModelConfig, scheme: str, options: Any, seed: int,
+                    info: dict[str, Any]) -> SequenceTransformer:
+        return build_lm(scheme, int(info["vocab_size"]), model_cfg, options, seed)
+
+    def batches(self, cfg: TaskConfig, data: LMData, seed: int) -> Callable[[int], Batch]:
+        order = torch.Generator().manual_seed(seed)
+        length, batch_size = cfg.data.context + 1, cfg.train.batch_size
+        n_passkey = round(cfg.train.passkey_share * batch_size)
+        fmt = PasskeyFormat.of(data.tokenizer)
+        if n_passkey and fmt.overhead() > length:
+            raise ValueError(f"lm.data.context={cfg.data.context}: a passkey row needs {fmt.overhead()} tokens with this "
+                             f"tokenizer; raise lm.data.context or set lm.train.passkey_share=0")
+        stream = data.train
+
+        def next_batch(step: int) -> Batch:
+            starts = torch.randint(0, len(stream) - length + 1, (batch_size - n_passkey,), generator=order)
+            rows = [text_rows(stream, starts, length)]
+            if n_passkey:
+                depths = torch.rand(n_passkey, generator=order).tolist()
+                keys = torch.randint(0, 10, (n_passkey, 5), generator=order).tolist()
+                rows.append(torch.stack([fmt.row(length, d, k) for d, k in zip(depths, keys)]))
+            rows = torch.cat(rows)  # (B, L + 1)
+            return rows[:, :-1], rows[:, 1:]
+
+        return next_batch
+
+    def loss(self, cfg: TaskConfig):
+        return lm_loss
+
+    def validation(self, cfg: TaskConfig, data: LMData, device: torch.device):
+        length = cfg.data.context + 1
+        starts = torch.linspace(0, len(data.val) - length, VAL_ROWS).long()
+        rows = text_rows(data.val, starts, length)
+
+        @torch.no_grad()
+        def val_loss(model: SequenceTransformer) -> dict[str, float]:
+            model.eval()
+            with autocast(device):
+                loss, _ = lm_loss(model, (rows[:, :-1].to(device), rows[:, 1:].to(device)))
+            return {"val_loss": float(loss)}
+
+        return val_loss
+
+    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
+        from pelab.tasks.lm.evaluate import evaluate
+
+        return evaluate(cfg, model, data, device)

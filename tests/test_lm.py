@@ -1,0 +1,154 @@
+"""The LM study: perplexity against a direct computation, each token scored once per protocol, the passkey
+generator and its scoring, the corpus checksum, and the config's one-line errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import smoke_raw
+
+from pelab.model.config import ModelConfig
+from pelab.params import parse_params
+from pelab.positional import scheme_options
+from pelab.tasks.lm.data.corpus import SOTU_SHA256, corpus_digest, read_sotu
+from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, answer_slice, passkey_rows
+from pelab.tasks.lm.evaluate import passkey_accuracy, perplexity, windows
+from pelab.tasks.lm.model import build_lm
+
+MODEL = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+
+
+def model(scheme: str = "alibi"):
+    return build_lm(scheme, 30, MODEL, scheme_options(scheme), seed=0).eval()
+
+
+@pytest.mark.parametrize("n, window, stride", [(64, 64, 64), (64, 16, 16), (64, 16, 8), (64, 32, 4), (48, 16, 16)])
+def test_every_target_is_scored_exactly_once_in_both_protocols(n, window, stride):
+    scored = []
+    for start, first in windows(n, window, stride):
+        assert start + window <= n and first == (0 if start == 0 else window - stride)
+        scored += range(start + first, start + window)
+    assert sorted(scored) == list(range(n))  # each target once, none left out
+
+
+@pytest.mark.parametrize("scheme", ["alibi", "sinusoidal", "rope"])
+@pytest.mark.parametrize("window, stride", [(16, 16), (16, 8), (32, 8)])
+def test_perplexity_equals_the_direct_sum_of_token_nlls(scheme, window, stride):
+    """The protocols' mean NLL is the sum, over each target, of −log p(target | the window's tokens before it),
+    computed here one window at a time with log_softmax, divided by the number of targets."""
+    torch.manual_seed(0)
+    docs = [torch.randint(0, 30, (65,)), torch.randint(0, 30, (33,))]
+    net = model(scheme)
+    nll, count, by_position = perplexity(net, docs, window, stride, batch_size=3, device=torch.device("cpu"))
+    total, n = 0.0, 0
+    for doc in docs:
+        for start, first in windows(len(doc) - 1, window, stride):
+            with torch.no_grad():
+                logits, _ = net(doc[None, start:start + window])
+            logp = logits[0].double().log_softmax(-1)
+            targets = doc[start + 1:start + window + 1]
+            total -= float(logp[torch.arange(window), targets][first:].sum())
+            n += window - first
+    assert count == n == sum(len(d) - 1 for d in docs)
+    assert nll == pytest.approx(total / n, rel=1e-5)
+    assert by_position.shape == (window,) and math.isfinite(float(by_position.sum()))
+
+
+def test_sliding_with_a_stride_of_the_window_is_the_non_overlapping_protocol():
+    docs = [torch.randint(0, 30, (65,), generator=torch.Generator().manual_seed(1))]
+    net = model("rope")
+    cpu = torch.device("cpu")
+    assert perplexity(net, docs, 16, 16, 4, cpu)[0] == perplexity(net, docs, 16, 16, 1, cpu)[0]
+    # with a shorter stride every later target sees more context: a different number on an untrained model
+    assert perplexity(net, docs, 16, 4, 4, cpu)[0] != perplexity(net, docs, 16, 16, 4, cpu)[0]
+
+
+class FakeTokenizer:
+    """Each word or digit one token; ids from a growing vocabulary; "▁" the word mark."""
+
+    def __init__(self):
+        self.vocab = {str(d): d for d in range(10)} | {"▁": 10}
+
+    def token_to_id(self, token):
+        return self.vocab.get(token)
+
+    def encode(self, text):
+        ids = [self.vocab.setdefault(word, len(self.vocab)) for word in text.split()]
+        return type("Encoding", (), {"ids": ids})()
+
+
+@pytest.mark.parametrize("depth", [0.0, 0.25, 0.5, 1.0])
+def test_the_passkey_sits_where_the_depth_says_and_the_answer_ends_the_row(depth):
+    fmt = PasskeyFormat.of(FakeTokenizer())
+    length, key = 80, [4, 0, 2, 1, 3]
+    row = fmt.row(length, depth, key)
+    assert row.shape == (length,)
+    at = fmt.key_position(length, depth)
+    assert row[at:at + DIGITS].tolist() == key  # the key in the key sentence
+    assert row[-DIGITS:].tolist() == key  # the answer: the row's last tokens
+    n_filler = length - fmt.overhead()
+    assert at - len(fmt.key_before) == round(depth * n_filler)  # the filler before the key sentence
+    digits_elsewhere = [i for i, t in enumerate(row.tolist()) if t < 10 and not (at <= i < at + DIGITS)]
+    assert digits_elsewhere == list(range(length - DIGITS, length))  # no digit anywhere else
+    answer = answer_slice(length)  # the logits that predict the answer's tokens
+    assert (answer.start + 1, answer.stop + 1) == (length - DIGITS, length)
+    with pytest.raises(ValueError, match="at least"):
+        fmt.row(fmt.overhead() - 1, depth, key)
+
+
+class Oracle(torch.nn.Module):
+    """Predicts each next token of the rows it was given, except at the positions in ``wrong``."""
+
+    def __init__(self, rows, wrong=()):
+        super().__init__()
+        self.rows, self.wrong = rows, set(wrong)
+
+    def forward(self, tokens):
+        which = [next(i for i, row in enumerate(self.rows) if torch.equal(row, t)) for t in tokens]
+        nxt = torch.cat([self.rows[:, 1:], self.rows[:, :1]], dim=1)[which]
+        for position in self.wrong:
+            nxt[:, position] = (nxt[:, position] + 1) % 10
+        return F.one_hot(nxt, 64).float(), []
+
+
+def test_passkey_is_scored_on_the_key_tokens_only():
+    fmt = PasskeyFormat.of(FakeTokenizer())
+    length, trials = 60, 4
+    rows = passkey_rows(fmt, length, [0.5] * trials, torch.Generator().manual_seed(7))
+    score = lambda net: passkey_accuracy(net, fmt, length, 0.5, trials, 7, 2, torch.device("cpu"))  # noqa: E731
+    assert score(Oracle(rows)) == (1.0, 1.0)
+    assert score(Oracle(rows, wrong=range(0, length - DIGITS - 1))) == (1.0, 1.0)  # wrong everywhere but the key
+    assert score(Oracle(rows, wrong=[length - 2])) == (0.0, pytest.approx(0.8))  # the last digit wrong: no whole key
+
+
+def test_the_corpus_is_checked_by_sha256():
+    documents = read_sotu()
+    assert len(documents) == 249
+    assert corpus_digest({f"{k}.txt": v for k, v in documents.items()}) == SOTU_SHA256
+    changed = {f"{k}.txt": v for k, v in documents.items()} | {"1790-Washington-1.txt": "tampered"}
+    assert corpus_digest(changed) != SOTU_SHA256
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"data": {"eval_tokens_per_doc": 500}}, "multiple of the longest evaluation length"),
+    ({"eval": {"multiples": [2, 4]}}, "must be increasing and start at 1"),
+    ({"data": {"corpus": "wiki"}}, "valid choices: sotu"),
+    ({"train": {"passkey_share": 1.0}}, "passkey_share"),
+])
+def test_bad_lm_settings_fail_in_one_line(change, message):
+    raw = smoke_raw(tasks=[], lm_tasks=["lm"])
+    for section, values in change.items():
+        raw["lm"][section] = {**raw["lm"][section], **values}
+    with pytest.raises(ValueError, match=message) as error:
+        parse_params(raw)
+    assert "\n" not in str(error.value)
+
+
+def test_a_learned_table_too_short_for_8l_is_refused_before_training():
+    raw = smoke_raw(tasks=[], lm_tasks=["lm"], lm_schemes=["learned"])
+    raw["lm"]["positional"]["learned"] = {"max_positions": 100}
+    with pytest.raises(ValueError, match="learned position table has 100 rows"):
+        parse_params(raw)
