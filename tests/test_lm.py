@@ -27,11 +27,12 @@ def model(scheme: str = "alibi"):
 
 @pytest.mark.parametrize("n, window, stride", [(64, 64, 64), (64, 16, 16), (64, 16, 8), (64, 32, 4), (48, 16, 16)])
 def test_every_target_is_scored_exactly_once_in_both_protocols(n, window, stride):
+    """Targets n..2n-1 of a 2n-token text, each once; a sliding window's scored tokens see window - stride before."""
     scored = []
-    for start, first in windows(n, window, stride):
-        assert start + window <= n and first == (0 if start == 0 else window - stride)
+    for start, first in windows(n, n, window, stride):
+        assert 0 <= start and start + window <= 2 * n and first == window - stride
         scored += range(start + first, start + window)
-    assert sorted(scored) == list(range(n))  # each target once, none left out
+    assert sorted(scored) == list(range(n, 2 * n))  # each target once, none left out
 
 
 @pytest.mark.parametrize("scheme", ["alibi", "sinusoidal", "rope"])
@@ -40,25 +41,26 @@ def test_perplexity_equals_the_direct_sum_of_token_nlls(scheme, window, stride):
     """The protocols' mean NLL is the sum, over each target, of −log p(target | the window's tokens before it),
     computed here one window at a time with log_softmax, divided by the number of targets."""
     torch.manual_seed(0)
-    docs = [torch.randint(0, 30, (65,)), torch.randint(0, 30, (33,))]
+    docs = [torch.randint(0, 30, (65,)), torch.randint(0, 30, (129,))]  # 2N + 1 tokens, the last N targets scored
     net = model(scheme)
     nll, count, by_position = perplexity(net, docs, window, stride, batch_size=3, device=torch.device("cpu"))
     total, n = 0.0, 0
     for doc in docs:
-        for start, first in windows(len(doc) - 1, window, stride):
+        half = (len(doc) - 1) // 2
+        for start, first in windows(half, half, window, stride):
             with torch.no_grad():
                 logits, _ = net(doc[None, start:start + window])
             logp = logits[0].double().log_softmax(-1)
             targets = doc[start + 1:start + window + 1]
             total -= float(logp[torch.arange(window), targets][first:].sum())
             n += window - first
-    assert count == n == sum(len(d) - 1 for d in docs)
+    assert count == n == sum((len(d) - 1) // 2 for d in docs)
     assert nll == pytest.approx(total / n, rel=1e-5)
     assert by_position.shape == (window,) and math.isfinite(float(by_position.sum()))
 
 
 def test_sliding_with_a_stride_of_the_window_is_the_non_overlapping_protocol():
-    docs = [torch.randint(0, 30, (65,), generator=torch.Generator().manual_seed(1))]
+    docs = [torch.randint(0, 30, (129,), generator=torch.Generator().manual_seed(1))]
     net = model("rope")
     cpu = torch.device("cpu")
     assert perplexity(net, docs, 16, 16, 4, cpu)[0] == perplexity(net, docs, 16, 16, 1, cpu)[0]
@@ -133,7 +135,8 @@ def test_the_corpus_is_checked_by_sha256():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"data": {"eval_tokens_per_doc": 500}}, "multiple of the longest evaluation length"),
+    ({"data": {"eval_tokens_per_doc": 500}}, "multiple of every evaluation length"),
+    ({"eval": {"multiples": [1, 3]}}, "multiple of every evaluation length"),
     ({"eval": {"multiples": [2, 4]}}, "must be increasing and start at 1"),
     ({"data": {"corpus": "wiki"}}, "valid choices: sotu"),
     ({"train": {"passkey_share": 1.0}}, "passkey_share"),

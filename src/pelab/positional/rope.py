@@ -61,7 +61,9 @@ class RotaryPositionalEncoding(PositionalEncoding):
 
     def angles(self, positions: torch.Tensor) -> torch.Tensor:
         """(T,) -> (T, Dh/2) rotation angles m·θ_i, with both evaluation-time extensions applied."""
-        base = self.base * self.base_rescale_factor ** (self.head_dim / (self.head_dim - 2))  # YaRN eq. 16
+        base = self.base
+        if self.base_rescale_factor != 1.0:
+            base = base * self.base_rescale_factor ** (self.head_dim / (self.head_dim - 2))  # YaRN eq. 16
         return rope_angles(self.scaled_positions(positions), self.head_dim, base)
 
     def extended(self, *, interpolation_factor: float = 1.0,

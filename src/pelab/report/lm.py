@@ -25,7 +25,9 @@ PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm
     "lm_passkey.png"
 ROPE_VARIANTS = {"_pi": "rope+PI", "_ntk": "rope+NTK"}  # evaluation-time extensions of the rope runs
 STYLES = {"rope+PI": "--", "rope+NTK": ":"}
-FLAT, EXPLODES = 1.10, 2.0  # perplexity at 4L over the one at L: "flat" below FLAT, "explodes" above EXPLODES
+# sliding-window perplexity at 4L over the one at L (every scored token sees at least half a window): "flat" at most
+# FLAT, "explodes" at least EXPLODES
+FLAT, EXPLODES = 1.10, 2.0
 
 
 def with_rope_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -118,7 +120,8 @@ def draw_passkey(records: pd.DataFrame, schemes: list[str], path: Path) -> Path:
     grids = {s: g for s, g in grids.items() if not g.empty}
     cols = min(4, len(grids))
     n_rows = (len(grids) + cols - 1) // cols
-    fig, axes = plt.subplots(n_rows, cols, figsize=(3.2 * cols, 2.8 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(3.4 * cols, 3.0 * n_rows), squeeze=False,
+                             gridspec_kw={"wspace": 0.35, "hspace": 0.55})
     image = None
     for ax, (scheme, grid) in zip(axes.flat, grids.items()):
         image = ax.imshow(grid.to_numpy(), vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="upper")
@@ -126,9 +129,10 @@ def draw_passkey(records: pd.DataFrame, schemes: list[str], path: Path) -> Path:
         ax.set_yticks(range(grid.shape[0]), [f"{d:.0%}" for d in grid.index], fontsize=8)
         for (i, j), v in np.ndenumerate(grid.to_numpy()):
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
+        ax.grid(False)
         ax.set_title(scheme, fontsize=10)
-        ax.set_xlabel("length T")
-        ax.set_ylabel("key depth")
+        ax.set_xlabel("length T", fontsize=9)
+        ax.set_ylabel("key depth" if ax in axes[:, 0] else "", fontsize=9)
     for ax in axes.flat[len(grids):]:
         ax.set_visible(False)
     if image is not None:
@@ -150,7 +154,7 @@ def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -
     flat = [s for s in schemes if ratio[s] <= FLAT]
     explodes = [s for s in schemes if ratio[s] >= EXPLODES]
     names = lambda group: ", ".join(f"`{s}` ({ratio[s]:.2f}×)" for s in group)  # noqa: E731
-    parts = [f"Perplexity at T = {far} over the one at L = {context} (non-overlapping windows): "
+    parts = [f"Sliding-window perplexity at T = {far} over the one at L = {context}: "
              + (f"flat (≤ {FLAT:.2f}×) for {names(flat)}" if flat else f"no scheme stays within {FLAT:.2f}×")
              + (f"; at least {EXPLODES:g}× for {names(explodes)}." if explodes else ".")]
     learned = [s for s in schemes if at_l[s] >= 0.2]
@@ -166,7 +170,8 @@ def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -
                  + "; beyond L it keeps at least half of that for "
                  + (", ".join(f"`{s}` ({beyond[s]:.2f})" for s in kept) if kept else "none of them") + ".")
     if only_flat:
-        parts.append("Flat perplexity without retrieval beyond L (the model reads only a recent window): "
+        parts.append("Flat perplexity without retrieval beyond L (low perplexity does not show that the far "
+                     "context is used): "
                      + ", ".join(f"`{s}` (passkey beyond L {beyond[s]:.2f})" for s in only_flat) + ".")
     return parts
 
@@ -177,8 +182,9 @@ def choices(ctx: ReportContext, schemes: list[str]) -> list[str]:
     notes = []
     if "learned" in schemes:
         notes.append(f"`learned` has {cfg.options('learned').max_positions} rows so that every evaluated position has "
-                     f"one; rows past L = {context} never receive a gradient (weight decay still shrinks them), so "
-                     "beyond L it reads untrained rows, as the randomized-PE study scores its learned baseline.")
+                     f"one; rows past L = {context} never receive a gradient (and, like every positional parameter, no "
+                     "weight decay), so beyond L it reads rows at their random initialisation, as the randomized-PE "
+                     "study scores its learned baseline.")
     if "fire" in schemes:
         fire = cfg.options("fire")
         notes.append(f"`fire` starts its threshold at {fire.threshold:g} (below L; at the paper's 512 its "
@@ -186,8 +192,9 @@ def choices(ctx: ReportContext, schemes: list[str]) -> list[str]:
     randomized = [s for s in schemes if s.startswith("rand_")]
     if randomized:
         notes.append(", ".join(f"`{s}`" for s in randomized) + " draw a sorted subset of T positions from "
-                     f"[0, {cfg.options(randomized[0]).max_position}) for every training row, and are scored at one "
-                     "fixed draw per length (the same for every run).")
+                     f"[0, {cfg.options(randomized[0]).max_position}) for every training batch (one draw shared by its "
+                     "rows), and are scored at one fixed draw per length (the same for every run; the length study "
+                     "averages over several).")
     if "rope" in schemes:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored at T > L with position interpolation "
                      "(positions × L/T) and NTK-aware base scaling (base × (T/L)^(d/(d−2))): evaluation-time "
@@ -213,7 +220,7 @@ def section(ctx: ReportContext) -> list[str]:
                                   digits=2, reference=reference)
     table_far, _ = comparison_table(records, TASK, schemes + variants, [
         ("at_4L", "ppl_window", f"ppl at {far}, windows"), ("at_4L", "ppl_sliding", f"ppl at {far}, sliding"),
-        ("at_4L", "ppl_ratio", f"ppl({far}) / ppl(L)")], digits=2, reference=reference)
+        ("at_4L", "ppl_ratio", f"sliding ppl({far}) / ppl(L)")], digits=2, reference=reference)
     table_passkey, _ = comparison_table(records, TASK, schemes + variants, [
         ("beyond", "passkey", "passkey beyond L"), ("at_L", "passkey", "passkey at L"),
         ("beyond", "passkey_digits", "key digits beyond L"), ("at_L", "passkey_digits", "key digits at L")],
@@ -234,20 +241,22 @@ def section(ctx: ReportContext) -> list[str]:
         f"so {cfg.train.passkey_share:.0%} of every batch's rows, for every scheme, are passkey rows of length L (a "
         "5-digit key at a uniform depth in filler text, then the question and the key); the rest is text.",
         "",
-        f"Scored at T = {', '.join(map(str, lengths))} on the first {cfg.data.eval_tokens_per_doc} tokens of each "
-        f"test speech ({scored} tokens, each scored exactly once per protocol and length): **windows** cut the text "
-        f"into non-overlapping windows of T (a window's first tokens see little context: the early-token curse), "
-        f"the **sliding** window moves by {stride:g}·T and scores only its last {stride:g}·T tokens (each sees at "
+        f"Scored at T = {', '.join(map(str, lengths))} on tokens {cfg.data.eval_tokens_per_doc + 1}.."
+        f"{2 * cfg.data.eval_tokens_per_doc} of each test speech ({scored} tokens, each scored exactly once per "
+        f"protocol and length; the speech's first tokens are context only): **windows** cut them into "
+        f"non-overlapping windows of T (a window's first tokens see little context: the early-token curse), the "
+        f"**sliding** window moves by {stride:g}·T and scores only its last {stride:g}·T tokens (each sees at "
         f"least {1 - stride:g}·T of context). **Passkey**: {cfg.eval.passkey_trials} rows per (length, depth), "
-        "the same rows for every run; a row counts when every key digit is the model's top prediction (what "
-        "greedy decoding would write).",
+        "the same rows for every run; a row counts when every key digit is the model's top prediction given the "
+        "true prefix (what greedy decoding would write).",
         "",
         *(["**Choices that could favour a scheme.** " + " ".join(notes), ""] if notes else []),
         "Perplexity at the training length (lower is better), against the reference:",
         "",
         table_l,
         "",
-        f"At T = {far}, and its ratio to the perplexity at L (1 = no degradation):",
+        f"At T = {far}, and the ratio of its sliding-window perplexity to the one at L (above 1: worse with the "
+        "longer window; a scheme that uses the extra context goes below 1):",
         "",
         table_far,
         "",

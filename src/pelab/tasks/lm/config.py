@@ -22,8 +22,8 @@ class LMDataConfig:
     context: int = 128  # L: the training rows' length in tokens
     test_every: int = 10
     train_documents: int | None = None  # use only the first n training speeches (the smoke profile); None: all
-    eval_tokens_per_doc: int = 1024  # scored tokens from the start of each test speech (a multiple of the longest
-    # evaluation length: every protocol and length scores exactly these tokens)
+    eval_tokens_per_doc: int = 1024  # N: of each test speech the targets N+1..2N are scored, the first N tokens are
+    # context only (a multiple of every evaluation length: every protocol and length scores exactly these tokens)
 
     def __post_init__(self) -> None:
         if self.corpus not in CORPORA:

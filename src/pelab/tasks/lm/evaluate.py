@@ -1,29 +1,32 @@
 """LM evaluation: perplexity against length (two protocols) and passkey retrieval, at every T = k·L.
 
-Perplexity is exp of the mean next-token NLL over the same scored tokens for every length and protocol: the
-first ``eval_tokens_per_doc`` targets of each test speech (``LMData.test``), each scored exactly once
-(``windows``), windows never crossing a speech:
-* ``window`` (non-overlapping): the speech cut into windows of T tokens, each scored in full, so a window's first
+Perplexity is exp of the mean next-token NLL over the same scored tokens for every length and protocol: in each
+test speech (``LMData.test``), the N = ``eval_tokens_per_doc`` targets after its first N tokens, each scored
+exactly once (``windows``); the first N tokens (N ≥ the longest T) are context only, so that every window lies
+inside the speech and no protocol scores a speech's opening:
+* ``window`` (non-overlapping): the scored tokens cut into windows of T, each scored in full, so a window's first
   tokens have little context (the "early token curse", Press et al. 2022, https://arxiv.org/abs/2108.12409, §B);
-* ``sliding``: windows of T tokens every S = ``sliding_stride``·T tokens; the first scores all its tokens, every
-  later one only its last S, which therefore see at least T − S tokens of context.
+* ``sliding``: blocks of S = ``sliding_stride``·T scored tokens, each read as the last S tokens of a window of T
+  ending with it, so every scored token sees at least T − S tokens of context.
 ``nll_by_position``: the mean NLL at each position of the ``window`` protocol's longest windows, in 16 bins
 (where in the window a scheme breaks).
 
 Passkey (``data/passkey.py``): ``passkey_trials`` rows per (length, depth), drawn from a generator seeded by the
 length and depth index, so every run and scheme sees the same rows; ``accuracy``: the share whose whole key is
-predicted (each digit the argmax given the true prefix: exactly greedy generation's success); ``digit_accuracy``:
+predicted (each digit the argmax given the true prefix: greedy generation's success, for a randomized scheme
+at the row's one position draw); ``digit_accuracy``:
 the share of key digits predicted (partial credit, chance 0.1).
 
 Tidy rows: {split, length, metric, value[, depth]}; splits ``window``, ``sliding``, ``passkey``,
 ``nll_by_position`` per length, and summaries with length ``all``: ``at_L`` and ``at_4L`` (the largest multiple
 when 4 is not evaluated) with ``ppl_window``, ``ppl_sliding``, ``passkey`` (and ``ppl_ratio`` at 4L: its
-window perplexity over the one at L), ``beyond`` (``passkey`` and ``passkey_digits`` over every length > L and
+sliding-window perplexity over the one at L, every scored token seeing at least half a window of context), ``beyond`` (``passkey`` and ``passkey_digits`` over every length > L and
 depth; ``passkey_digits`` also at L).
 
 A ``rope`` model is also scored at every T > L with RoPE's evaluation-time extensions (``pelab.positional.rope``;
 s = T/L): position interpolation (splits ``*_pi``) and NTK-aware scaling (``*_ntk``). Randomized schemes are
-scored at their fixed evaluation draw of positions for each length (``RandomizedPositions.sample_positions``).
+scored at one fixed evaluation draw of positions per length (``RandomizedPositions.sample_positions``; the length
+study averages over several draws).
 A learned table's rows beyond L are never trained: it is scored with them as they are, as the randomized-PE
 study scores its learned baseline.
 """
@@ -46,11 +49,12 @@ from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, answer_slice, pas
 POSITION_BINS = 16
 
 
-def windows(n_targets: int, window: int, stride: int) -> list[tuple[int, int]]:
-    """(start, first scored index within the window) of each window over a text of ``n_targets`` targets: windows
-    of ``window`` tokens every ``stride``; the first scores from 0, later ones their last ``stride`` tokens, so each
-    target is scored exactly once (the caller checks that ``stride`` tiles ``n_targets - window``)."""
-    return [(start, 0 if start == 0 else window - stride) for start in range(0, n_targets - window + 1, stride)]
+def windows(offset: int, n_targets: int, window: int, stride: int) -> list[tuple[int, int]]:
+    """(start, first scored index within the window) of each window that scores targets offset..offset+n_targets-1:
+    the scored targets in blocks of ``stride``, each the last ``stride`` tokens of a window of ``window`` tokens
+    (stride = window: non-overlapping windows scored in full). Each target is scored exactly once; needs
+    ``offset >= window - stride`` and ``stride`` dividing ``n_targets`` (the task's config checks both)."""
+    return [(offset + block - (window - stride), window - stride) for block in range(0, n_targets, stride)]
 
 
 @torch.no_grad()
@@ -64,8 +68,10 @@ def token_nll(model: SequenceTransformer, rows: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
                device: torch.device) -> tuple[float, int, torch.Tensor]:
-    """(mean NLL over the scored targets, their count, mean NLL by position within the window (window,))."""
-    spans = [(doc, start, first) for doc in docs for start, first in windows(len(doc) - 1, window, stride)]
+    """docs: each 2N + 1 tokens, the targets after the first N scored. Returns (mean NLL over the scored targets,
+    their count, mean NLL by position within the window (window,))."""
+    spans = [(doc, start, first) for doc in docs
+             for start, first in windows((len(doc) - 1) // 2, (len(doc) - 1) // 2, window, stride)]
     total, count = 0.0, 0
     by_position = torch.zeros(window, dtype=torch.float64)
     for i in range(0, len(spans), batch_size):
@@ -145,7 +151,7 @@ def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> lis
                           ("passkey", passkey(lambda t, length=length: t == length))):
             if v is not None:
                 out.append({"split": name + suffix, "length": "all", "metric": metric, "value": v})
-    at_l, at_far = value("window", context, "ppl"), value("window", far, "ppl")
+    at_l, at_far = value("sliding", context, "ppl"), value("sliding", far, "ppl")
     if at_l is not None and at_far is not None:
         out.append({"split": "at_4L" + suffix, "length": "all", "metric": "ppl_ratio", "value": at_far / at_l})
     for metric, name in (("accuracy", "passkey"), ("digit_accuracy", "passkey_digits")):
@@ -161,6 +167,7 @@ def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> lis
 def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: torch.device) -> list[dict[str, Any]]:
     model.to(device).eval()
     context = cfg.data.context
+    PasskeyFormat.of(data.tokenizer).check(context)
     lengths = [k * context for k in cfg.eval.multiples]
     rows = score(model, cfg, data, device, "", lengths, lengths[-1])
     out = rows + summaries(rows, context)

