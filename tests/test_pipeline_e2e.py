@@ -30,7 +30,7 @@ ENV = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
 SCHEMES, SEEDS, TASKS = ["none", "rope", "t5"], [0, 1], ["copy", "translation"]
 LENGTH_TASKS, LENGTH_SCHEMES = ["reverse", "addition_causal"], ["none", "fire", "rand_rope"]  # the length study
 OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]",
-             f"length_schemes=[{','.join(LENGTH_SCHEMES)}]"]
+             f"length_schemes=[{','.join(LENGTH_SCHEMES)}]", "lm_tasks=[]"]  # the LM study: test_default_study_e2e
 
 
 def run(cmd: list[str], cwd: Path) -> str:
@@ -206,7 +206,7 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)
     base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=[rope,t5]",
-            "-S", f"length_schemes=[{LENGTH_SCHEMES[0]}]"]
+            "-S", f"length_schemes=[{LENGTH_SCHEMES[0]}]", "-S", "lm_tasks=[]"]
     out = run(["dvc", "exp", "run", *base], project)
     assert ran(out, "train") == set() and ran(out, "train_length") == set()  # all trained with these params
     params = yaml.safe_load((project / "params.yaml").read_text())
