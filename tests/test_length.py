@@ -103,8 +103,9 @@ def test_cached_generation_gives_the_full_forward_logits_for_every_scheme(scheme
     own = (model.pe.sample_positions(12, "cpu", draw=1) if isinstance(model.pe, RandomizedPositions)
            else torch.arange(12))
     # RoPE also under position interpolation (fractional positions) and NTK scaling, set as its options
-    variants = [model] + ([model.with_positional(model.pe.extended(interpolation_factor=1 / 0.6)),
-                           model.with_positional(model.pe.extended(base_rescale_factor=3.0))] if scheme == "rope" else [])
+    extended = ([model.pe.extended(interpolation_factor=1 / 0.6), model.pe.extended(base_rescale_factor=3.0)]
+                if scheme == "rope" else [])
+    variants = [model] + [model.with_positional(pe) for pe in extended]
     for model in variants:
         positions = own
         with torch.no_grad():

@@ -90,7 +90,8 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
     # in that order.
     tasks = tuple(str(t) for t in raw.get("tasks") or ()) + length_tasks + lm_tasks
     if not tasks:
-        raise ValueError(f"tasks, length_tasks and lm_tasks are empty; list at least one of: {', '.join(task_names())}")
+        raise ValueError(f"tasks, length_tasks and lm_tasks are empty; list at least one of: "
+                         f"{', '.join(task_names())}")
     if len(set(tasks)) != len(tasks):
         raise ValueError(f"a task is listed twice in tasks + length_tasks + lm_tasks: {list(tasks)}")
     device = str(raw.get("device", "auto"))

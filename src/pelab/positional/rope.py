@@ -71,8 +71,8 @@ class RotaryPositionalEncoding(PositionalEncoding):
         """A new module equal to this one with the evaluation-time extensions set (this one is unchanged)."""
         options = replace(self.options(), interpolation_factor=interpolation_factor,
                           base_rescale_factor=base_rescale_factor)
-        return RotaryPositionalEncoding(d_model=self.d_model, n_heads=self.n_heads, causal=self.causal, n_layers=self.n_layers,
-                          **vars(options))
+        return RotaryPositionalEncoding(d_model=self.d_model, n_heads=self.n_heads, causal=self.causal,
+                                        n_layers=self.n_layers, **vars(options))
 
     def options(self) -> RotaryOptions:
         return RotaryOptions(self.base, self.interpolation_factor, self.base_rescale_factor)

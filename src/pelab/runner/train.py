@@ -54,7 +54,8 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     ``stack``: train the seeds together as one vectorised model (``training.stacking``), if the task allows it
     (``Task.vectorises``). None (auto): on CUDA always; on the CPU only for tasks whose batches need no padding
     to stack (padding the translation seeds' batches to one length costs more than stacking saves there:
-    benchmarks/results/quick_profile.md) and that do not opt out (``Task.stack_on_cpu``: the LM study). Otherwise the seeds train one after another.
+    benchmarks/results/quick_profile.md) and that do not opt out (``Task.stack_on_cpu``: the LM study). Otherwise the
+    seeds train one after another.
 
     ``kept``: a folder for this (task, scheme) (``runner.kept_runs``): a seed whose run is kept there, trained
     from exactly what it would be trained from now, is restored instead of trained; every run trained here is

@@ -20,8 +20,8 @@ the share of key digits predicted (partial credit, chance 0.1).
 Tidy rows: {split, length, metric, value[, depth]}; splits ``window``, ``sliding``, ``passkey``,
 ``nll_by_position`` per length, and summaries with length ``all``: ``at_L`` and ``at_4L`` (the largest multiple
 when 4 is not evaluated) with ``ppl_window``, ``ppl_sliding``, ``passkey`` (and ``ppl_ratio`` at 4L: its
-sliding-window perplexity over the one at L, every scored token seeing at least half a window of context), ``beyond`` (``passkey`` and ``passkey_digits`` over every length > L and
-depth; ``passkey_digits`` also at L).
+sliding-window perplexity over the one at L, every scored token seeing at least half a window of context),
+``beyond`` (``passkey`` and ``passkey_digits`` over every length > L and depth; ``passkey_digits`` also at L).
 
 A ``rope`` model is also scored at every T > L with RoPE's evaluation-time extensions (``pelab.positional.rope``;
 s = T/L): position interpolation (splits ``*_pi``) and NTK-aware scaling (``*_ntk``). Randomized schemes are

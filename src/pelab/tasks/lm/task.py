@@ -44,8 +44,8 @@ class LMTask(Task):
     draws_positions = True  # the sequence model asks randomized schemes for its positions
     attention_forms = (True,)  # decoder-only
     stack_on_cpu = False  # quick sizes, 2 cores: 5 seeds x 100 steps took 39.5 s stacked, 20 s one after another
-    # at_L: evaluated at the training length; at_4L: at four times it (ppl_ratio = its window perplexity over the
-    # one at L); beyond: passkey accuracy over every length > L and depth
+    # at_L: evaluated at the training length; at_4L: at four times it (ppl_ratio: its sliding-window perplexity over
+    # the one at L); beyond: passkey accuracy over every length > L and depth (evaluate.py)
     headline = {"at_L": ["ppl_window", "ppl_sliding", "passkey", "passkey_digits"],
                 "at_4L": ["ppl_window", "ppl_sliding", "ppl_ratio", "passkey"],
                 "beyond": ["passkey", "passkey_digits"]}
