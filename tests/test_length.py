@@ -98,7 +98,10 @@ def test_cached_generation_gives_the_full_forward_logits_for_every_scheme(scheme
     from pelab.positional.randomized import RandomizedPositions
 
     cfg = LengthModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
-    model = build_length_model(scheme, 7, cfg, scheme_options(scheme), seed=3, causal=True).eval()
+    # FIRE with a threshold below the prompt, so its normaliser psi(max(i, L)) varies with the query position
+    # (with the default L = 512 every query uses psi(L) and a wrong query offset goes unseen)
+    options = scheme_options(scheme, {"threshold": 3.0} if scheme == "fire" else None)
+    model = build_length_model(scheme, 7, cfg, options, seed=3, causal=True).eval()
     tokens = torch.randint(0, 7, (3, 12), generator=torch.Generator().manual_seed(2))  # a prompt of 5, then 7 steps
     own = (model.pe.sample_positions(12, "cpu", draw=1) if isinstance(model.pe, RandomizedPositions)
            else torch.arange(12))

@@ -242,6 +242,58 @@ def test_adding_a_seed_trains_only_that_seed_and_a_changed_input_retrains_every_
     assert trained == [2, 1, 3]
 
 
+def test_a_kept_run_is_restored_only_from_the_same_precision_and_where_training_draws_from_the_same_stack(
+        tmp_path, monkeypatch):
+    """A run trained on another device type or precision is retrained. With dropout on, a seed's masks depend on
+    the stack it trains in: one by one, adding seed 2 trains only seed 2; stacked, [0, 1, 2] retrains all three
+    (restoring 0 and 1 from the stack [0, 1] would not be the run that the stage trains now)."""
+    import pelab.runner.train as runner_train
+
+    raw = smoke_raw()
+    raw["translation"] = {**raw["translation"], "train": {**raw["translation"]["train"], "steps": 4, "log_every": 2},
+                          "model": {**raw["translation"]["model"], "dropout": 0.1}}
+    params = smoke_params(tmp_path, translation=raw["translation"])
+    get_task("translation").prepare(params.task("translation"), tmp_path / "data")
+    real_train, trained = runner_train.train, []
+
+    def recording(models, *args, **kwargs):
+        trained.append(len(models))
+        return real_train(models, *args, **kwargs)
+
+    monkeypatch.setattr(runner_train, "train", recording)
+    for stack, expected in ((False, [1, 1, 1]), (True, [2, 3])):
+        kept, runs = tmp_path / f".kept_{stack}", tmp_path / f"runs_{stack}"
+        outs = [runs / f"seed_{k}" for k in (0, 1, 2)]
+        trained.clear()
+        train_runs(params, "translation", "rope", [0, 1], tmp_path / "data", outs[:2], device="cpu", stack=stack,
+                   kept=kept)
+        shutil.rmtree(runs)
+        train_runs(params, "translation", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", stack=stack,
+                   kept=kept)
+        assert trained == expected, stack
+        assert io.read_json(outs[0] / "run.json")["stack"] == ([0, 1, 2] if stack else [0])
+
+    trained.clear()
+    shutil.rmtree(tmp_path / "runs_False")
+    monkeypatch.setattr(runner_train, "precision", lambda device: "cuda-bf16")  # as if now on a GPU
+    train_runs(params, "translation", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", stack=False,
+               kept=tmp_path / ".kept_False")
+    assert trained == [1, 1, 1]
+
+
+def test_mixed_precision_is_bf16_or_none_never_fp16(monkeypatch):
+    """fp16 needs a gradient scaler, and one scaler over a stack of seeds skips every seed's step when one seed
+    overflows: a GPU without native bf16 trains in fp32."""
+    from pelab import device as dev
+
+    cuda = torch.device("cuda")
+    for native, expected in ((True, torch.bfloat16), (False, None)):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True, n=native: n)
+        assert dev.amp_dtype(cuda) == expected
+        assert dev.precision(cuda) == ("cuda-bf16" if native else "cuda-fp32")
+    assert dev.amp_dtype(torch.device("cpu")) is None and dev.precision(torch.device("cpu")) == "cpu-fp32"
+
+
 def test_the_fingerprint_of_kept_runs_follows_the_data(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.pt").write_bytes(b"a")

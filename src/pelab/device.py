@@ -1,8 +1,10 @@
 """Device policy, one place for training and evaluation alike.
 
-On CUDA: TF32 matmuls, bf16 autocast where the GPU computes bf16 natively (Ampere and later), else fp16
-autocast with a gradient scaler, and pinned host batches. On the CPU everything stays fp32, so CPU runs are
-bit-reproducible.
+On CUDA: TF32 matmuls, bf16 autocast where the GPU computes bf16 natively (Ampere and later), else full fp32,
+and pinned host batches. On the CPU everything stays fp32, so CPU runs are bit-reproducible.
+
+No fp16: it needs a gradient scaler, and one scaler over a stack of seeds skips every seed's step when one seed
+overflows (a scaler per seed would need a per-seed optimizer step); bf16 has fp32's exponent range and needs none.
 """
 
 from __future__ import annotations
@@ -44,15 +46,15 @@ def use_deterministic_algorithms() -> None:
 
 
 def amp_dtype(device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for ``device``: bf16 where the GPU supports it natively, fp16 on older GPUs (which
-    then needs a gradient scaler), None (full fp32) on the CPU."""
+    """The autocast dtype for ``device``: bf16 where the GPU supports it natively, else None (full fp32, TF32
+    matmuls where the GPU has them), and None on the CPU."""
     if device.type != "cuda":
         return None
     try:
         native = torch.cuda.is_bf16_supported(including_emulation=False)
     except TypeError:  # torch < 2.4: no emulation to rule out
         native = torch.cuda.is_bf16_supported()
-    return torch.bfloat16 if native else torch.float16
+    return torch.bfloat16 if native else None
 
 
 def autocast(device: torch.device):
@@ -61,9 +63,10 @@ def autocast(device: torch.device):
     return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
-def grad_scaler(device: torch.device) -> torch.amp.GradScaler:
-    """A loss scaler, enabled only for fp16 autocast (bf16 has fp32's exponent range and needs none)."""
-    return torch.amp.GradScaler(device.type, enabled=amp_dtype(device) == torch.float16)
+def precision(device: torch.device) -> str:
+    """What a run on ``device`` computes in, as a run records it: ``cuda-bf16``, ``cuda-fp32``, ``cpu-fp32``."""
+    dtype = amp_dtype(device)
+    return f"{device.type}-{'bf16' if dtype == torch.bfloat16 else 'fp32'}"
 
 
 def to_device(tensors: tuple[torch.Tensor, ...], device: torch.device) -> tuple[torch.Tensor, ...]:

@@ -5,8 +5,9 @@ DVC deletes a stage's outputs before it runs it again, and the seeds of a (task,
 finished runs are therefore also kept, as hard links (no second copy on disk), in ``<folder>/seed_<k>``, and
 a copy of their live curves (which DVCLive appends to) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
 (``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
-it from now: ``identity`` (task, scheme, model and training sections, options, data info) and ``fingerprint``
-(the prepared data, the pelab code that training can run, and torch's version).
+it from now: ``identity`` (task, scheme, model and training sections, options, data info, device type and
+precision) and ``fingerprint`` (the prepared data, the pelab code that training can run, and torch's version);
+and, where training draws random numbers (dropout, randomized positions), in the same stack of seeds.
 """
 
 from __future__ import annotations
@@ -44,14 +45,17 @@ class KeptRuns:
         self.folder = Path(folder)
         self.state_file = self.folder / "state.pt"
 
-    def restore(self, seed: int, identity: dict[str, Any], out_dir: str | Path, live_dir: str | Path | None) -> bool:
+    def restore(self, seed: int, identity: dict[str, Any], out_dir: str | Path, live_dir: str | Path | None,
+                stack: list[int] | None = None) -> bool:
         """Put the kept run of ``seed`` in ``out_dir`` (and its curves in ``live_dir``) if it was trained from
-        ``identity``; whether it was."""
+        ``identity`` (and, if ``stack`` is given, together with exactly those seeds); whether it was."""
         kept = self.folder / f"seed_{seed}"
         if not (kept / RUN_FILE).exists() or not (kept / WEIGHTS).exists():
             return False
         run = io.read_json(kept / RUN_FILE)
         if run.get("seed") != seed or any(run.get(key) != value for key, value in identity.items()):
+            return False
+        if stack is not None and run.get("stack") != stack:
             return False
         if live_dir is not None and (self.folder / f"live_{seed}").exists():
             shutil.rmtree(live_dir, ignore_errors=True)

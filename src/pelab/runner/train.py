@@ -12,9 +12,10 @@ import torch
 
 from pelab import io
 from pelab.config import to_dict
-from pelab.device import pick_device, use_deterministic_algorithms
+from pelab.device import pick_device, precision, use_deterministic_algorithms
 from pelab.params import Params
-from pelab.positional import PositionalEncoding, check_scheme
+from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, check_scheme
+from pelab.positional.randomized import RandomizedPositions
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.kept_runs import KeptRuns, fingerprint
 from pelab.runner.live import live_logger
@@ -76,17 +77,24 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     store = KeptRuns(kept) if kept is not None else None
     # what a run is trained from: a kept run or a saved state is reused only if this still matches
     identity = {"task": task_name, "scheme": scheme, "model": to_dict(cfg.model), "train": to_dict(cfg.train),
-                "options": to_dict(options), "info": info}
+                "options": to_dict(options), "info": info, "precision": precision(dev)}
     if store is not None:
         identity["fingerprint"] = fingerprint(data_dir)
-
-    todo = [k for k, seed in enumerate(seeds)
-            if store is None or not store.restore(seed, identity, out_dirs[k], live_dirs[k])]
-    for k in set(range(len(seeds))) - set(todo):
-        print(f"note: {task_name} {scheme} seed {seeds[k]} was trained before from the same inputs; kept")
     if stack is None:
         stack = dev.type == "cuda" or (task.batch_padding is None and task.stack_on_cpu)
-    groups = [todo] if stack and task.vectorises else [[k] for k in todo]
+    stack = stack and task.vectorises
+    # where training draws random numbers (dropout, randomized positions), a seed's draws depend on the stack it
+    # trains in (vmap's per-seed streams): a kept run is then restored only if it trained in the same stack
+    draws = getattr(cfg.model, "dropout", 0.0) > 0 or issubclass(POSITIONAL_ENCODINGS[scheme], RandomizedPositions)
+
+    def stack_of(seed: int) -> list[int] | None:
+        return (list(seeds) if stack else [seed]) if draws else None
+
+    todo = [k for k, seed in enumerate(seeds)
+            if store is None or not store.restore(seed, identity, out_dirs[k], live_dirs[k], stack_of(seed))]
+    for k in set(range(len(seeds))) - set(todo):
+        print(f"note: {task_name} {scheme} seed {seeds[k]} was trained before from the same inputs; kept")
+    groups = [todo] if stack else [[k] for k in todo]
     for group in (g for g in groups if g):
         group_seeds = [seeds[k] for k in group]
         start = time.perf_counter()
@@ -105,7 +113,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
             )
         seconds = time.perf_counter() - start
         for k, model, result in zip(group, models, results):
-            _write_run(params, task, cfg, data, identity, seeds[k], len(group), model, result, out_dirs[k], dev,
+            _write_run(params, task, cfg, data, identity, seeds[k], group_seeds, model, result, out_dirs[k], dev,
                        seconds)
             if store is not None:
                 store.keep(seeds[k], out_dirs[k], live_dirs[k])
@@ -114,9 +122,10 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     return [io.read_json(Path(out) / RUN_FILE)["cost"] for out in out_dirs]
 
 
-def _write_run(params: Params, task, cfg, data, identity: dict, seed: int, together: int, model: torch.nn.Module,
-               result: TrainResult, out_dir: str | Path, dev: torch.device, seconds: float) -> None:
-    cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data), "seeds_together": together}
+def _write_run(params: Params, task, cfg, data, identity: dict, seed: int, stack: list[int],
+               model: torch.nn.Module, result: TrainResult, out_dir: str | Path, dev: torch.device,
+               seconds: float) -> None:
+    cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data), "seeds_together": len(stack)}
     rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
     for key in HELD_OUT_LOSSES:  # the task's held-out curve, at the last step
         if key in result.history[-1]:
@@ -129,5 +138,5 @@ def _write_run(params: Params, task, cfg, data, identity: dict, seed: int, toget
             torch.save(result.snapshots, tmp / "position_snapshots.pt")
         io.write_csv(tmp / "history.csv", result.history)
         io.write_jsonl(tmp / "train_records.jsonl", [{**ident, **row} for row in rows])
-        io.write_json(tmp / RUN_FILE, {**identity, "seed": seed, "profile": params.profile, "cost": cost,
-                                        "total_time_s": seconds})
+        io.write_json(tmp / RUN_FILE, {**identity, "seed": seed, "stack": stack, "profile": params.profile,
+                                        "cost": cost, "total_time_s": seconds})

@@ -20,7 +20,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from pelab.config import TrainConfig
-from pelab.device import autocast, grad_scaler, prepare_device, to_device
+from pelab.device import autocast, prepare_device, to_device
 from pelab.training.stacking import Batch, LossFn, SeedStack
 
 
@@ -160,7 +160,6 @@ def train(
     names = list(seeds.params)
     optimizer = adamw([seeds.params[n] for n in names if decays(n, seeds.params[n], seeds.stacked)],
                       [seeds.params[n] for n in names if not decays(n, seeds.params[n], seeds.stacked)], cfg)
-    scaler = grad_scaler(device)
     schedule = lr_schedule(optimizer, cfg)
     results = [TrainResult() for _ in range(n_seeds)]
     snapshot_steps = snapshot_schedule(cfg) if snapshot is not None else set()
@@ -183,7 +182,6 @@ def train(
             for name in names:
                 seeds.params[name].copy_(state["params"][name])
         optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
         schedule.load_state_dict(state["schedule"])
         torch.set_rng_state(state["rng"])
         if device.type == "cuda" and state["cuda_rng"] is not None:
@@ -208,12 +206,10 @@ def train(
             losses, counts = seeds.losses(batch)  # (S,), (S,)
         window.add(step, losses.detach(), schedule.get_last_lr()[0])
         optimizer.zero_grad(set_to_none=True)
-        scaler.scale(losses.sum()).backward()  # the seeds' losses are independent: each gets its own gradient
+        losses.sum().backward()  # the seeds' losses are independent: each gets its own gradient
         if cfg.grad_clip > 0:
-            scaler.unscale_(optimizer)
             seeds.clip_gradients(cfg.grad_clip)
-        scaler.step(optimizer)
-        scaler.update()
+        optimizer.step()
         schedule.step()
         tokens += counts
         if is_log_step(step, cfg):
@@ -229,7 +225,7 @@ def train(
             if state_file is not None and step + 1 < cfg.steps and time.perf_counter() - last_save >= save_every_s:
                 save_state(state_file, {
                     "key": state_key, "step": step + 1, "params": {n: seeds.params[n].detach().cpu() for n in names},
-                    "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
+                    "optimizer": optimizer.state_dict(),
                     "schedule": schedule.state_dict(), "rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                     "results": [(r.history, r.snapshots) for r in results], "tokens": tokens.cpu(),
