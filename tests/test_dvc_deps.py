@@ -3,8 +3,8 @@ of the stage's script, so an edit to any module a stage runs re-runs that stage 
 
 What a stage executes, read from the imports (module level and inside functions, never ``if TYPE_CHECKING``):
 
-* a task's ``evaluate`` method imports its evaluation code: followed for evaluation stages only (training
-  stages must not depend on it: editing evaluation never retrains);
+* a task's ``evaluate`` and ``probe`` methods import evaluation code (its evaluate.py, ``pelab.probe``): followed
+  for evaluation stages only (training stages must not depend on it: editing evaluation never retrains);
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only
   the stage's scheme's is followed (and ``none``, the cross-attention scheme);
 * likewise the task registry imports every task's module: only the stage's task's is followed.
@@ -36,6 +36,7 @@ def task_package(task: str) -> str:
 
 
 TASK_PACKAGES = {task_package(t) for t in TASKS}
+EVALUATION_METHODS = ("evaluate", "probe")  # a task's methods that only evaluation stages run
 
 
 def module_file(name: str) -> Path | None:
@@ -55,7 +56,7 @@ def imports(path: Path, evaluation: bool) -> set[str]:
     skip: set[int] = set()
     for node in ast.walk(tree):
         type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        evaluate_method = isinstance(node, ast.FunctionDef) and node.name == "evaluate" and not evaluation
+        evaluate_method = isinstance(node, ast.FunctionDef) and node.name in EVALUATION_METHODS and not evaluation
         if type_checking or evaluate_method:
             skip |= {id(n) for n in ast.walk(node)}
     found = set()

@@ -57,8 +57,13 @@ class MultiHeadAttention(nn.Module):
         # is vmapped over seeds (training.stacking): vmap has no batching rule for some fused kernels.
         self.fused = True
 
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        return x.unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)  # (B, H, T, Dh)
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
+
+    def project(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries from x (B, Tq, D), keys and values from memory (B, Tk, D), split into heads and not yet
+        rotated: (B, H, Tq, Dh), (B, H, Tk, Dh), (B, H, Tk, Dh). What probes read (``pelab.probe``)."""
+        return self.split_heads(self.q_proj(x)), self.split_heads(self.k_proj(memory)), self.split_heads(self.v_proj(memory))
 
     def forward(
         self,
@@ -75,7 +80,7 @@ class MultiHeadAttention(nn.Module):
 
         Returns the output (B, Tq, D) and, if ``need_weights``, the attention weights (B, H, Tq, Tk).
         """
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(memory)), self._heads(self.v_proj(memory))
+        q, k, v = self.project(x, memory)
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
         return self.attend(q, k, v, attn_bias, need_weights)
 
@@ -87,7 +92,7 @@ class MultiHeadAttention(nn.Module):
         values ``cache`` holds; theirs are appended in place, rotated once at their own positions (exact for every
         scheme whose ``rotate`` acts on q and k separately: all registered ones). attn_bias: (B|1, H|1, n, t + n)
         or None. Returns (B, n, D)."""
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        q, k, v = self.project(x, x)
         q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
         cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
         cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)

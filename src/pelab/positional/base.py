@@ -63,6 +63,11 @@ class PositionalEncoding(nn.Module):
         """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""
         return [self.bias(q_pos, k_pos)]
 
+    def rotation_frequencies(self) -> torch.Tensor | None:
+        """(Dh/2,) the angle per position step of each rotated pair (x_2f, x_2f+1) of queries and keys, or None
+        for a scheme that rotates nothing (what ``pelab.probe`` reads for the frequency-use diagnostic)."""
+        return None
+
     def check_length(self, length: int) -> None:
         """Raise ValueError if this scheme cannot encode positions 0..length-1."""
 

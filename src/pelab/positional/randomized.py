@@ -58,6 +58,9 @@ class RandomizedPositions(PositionalEncoding):
     def bias(self, q_pos, k_pos):
         return self.inner.bias(q_pos, k_pos)
 
+    def rotation_frequencies(self):
+        return self.inner.rotation_frequencies()
+
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, max_position={self.max_position}"
 

@@ -66,6 +66,10 @@ class RotaryPositionalEncoding(PositionalEncoding):
             base = base * self.base_rescale_factor ** (self.head_dim / (self.head_dim - 2))  # YaRN eq. 16
         return rope_angles(self.scaled_positions(positions), self.head_dim, base)
 
+    def rotation_frequencies(self) -> torch.Tensor:
+        """θ_f per position as the rotation applies it (after both extensions): the angles at position 1."""
+        return self.angles(torch.ones(1))[0]
+
     def extended(self, *, interpolation_factor: float = 1.0,
                  base_rescale_factor: float = 1.0) -> RotaryPositionalEncoding:
         """A new module equal to this one with the evaluation-time extensions set (this one is unchanged)."""

@@ -11,14 +11,15 @@ import torch
 from pelab import io
 from pelab.device import device_name, pick_device, prepare_device
 from pelab.params import Params
+from pelab.probe import probe_rows
 from pelab.runner.checkpoint import load_run
 from pelab.tasks import get_task
 
 
 def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
                  device: str | None = None, data: Any = None) -> list[dict[str, Any]]:
-    """Write ``out_dir/records.jsonl`` (tidy rows {task, pe, seed, split, length, metric, value}) on the
-    device the run would train on; ``out_dir`` appears only when complete. Returns the rows.
+    """Write ``out_dir/records.jsonl`` (tidy rows {task, pe, seed, split, length, metric, value}: the task's
+    evaluation, then the probe's diagnostics, ``pelab.probe``) on the device the run would train on; ``out_dir`` appears only when complete. Returns the rows.
     ``data``: the task's loaded data, to skip reloading it when evaluating several runs."""
     run = load_run(run_path)
     task, cfg = get_task(run.task), params.task(run.task)
@@ -28,6 +29,9 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
     start = time.perf_counter()
     with io.atomic_dir(out_dir) as tmp, torch.no_grad():
         rows = task.evaluate(cfg, run.model.to(dev), data, dev, tmp)
+        probe = task.probe(cfg, data)
+        if probe is not None:
+            rows += probe_rows(run.model, probe, dev)
         ident = {"task": run.task, "pe": run.scheme, "seed": run.seed}
         rows = [{**ident, **row} for row in rows]
         rows.append({**ident, "split": "eval", "length": "all", "metric": "eval_time_s",

@@ -168,6 +168,11 @@ class Task(ABC):
         return {}
 
     # ------------------------------------------------------------------------------------- evaluation
+    def probe(self, cfg: TaskConfig, data: Any):
+        """The rows the per-run probe reads (``pelab.probe.Probe``: token rows per length, in-range first, and the
+        longest training row), or None for a task whose model the probe does not read (translation)."""
+        return None
+
     @abstractmethod
     def evaluate(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
                  out_dir: Path) -> list[dict[str, Any]]:

@@ -83,7 +83,7 @@ def layer0_scores(model: CopyTransformer, length: int, tokens: torch.Tensor | No
     layer = model.encoder.layers[0]
     attn = layer.attn
     h = layer.attn_norm(x)
-    q, k = attn._heads(attn.q_proj(h)), attn._heads(attn.k_proj(h))  # (1, H, T, Dh)
+    q, k, _ = attn.project(h, h)  # (1, H, T, Dh)
     q, k = model.pe.rotate(q, k, positions, positions)
     return (q @ k.transpose(-2, -1) / math.sqrt(attn.head_dim))[0]  # (H, T, T)
 

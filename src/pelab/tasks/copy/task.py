@@ -20,6 +20,7 @@ from pelab.tasks.copy.data import CopyData, CopySplit
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
 VAL_EXAMPLES = 256  # held-out sequences behind the validation-loss curve
+PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
 
 
 def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
@@ -94,6 +95,16 @@ class CopyTask(Task):
         test = data["test"]
         held_out = CopySplit(test.inputs[:VAL_EXAMPLES], test.targets[:VAL_EXAMPLES], test.lengths[:VAL_EXAMPLES])
         return lambda model: {"test_loss": held_out_loss(model, held_out, device)}
+
+    def probe(self, cfg: TaskConfig, data: CopyData):
+        """Rows of the test split (the training length) and of the longer one, spread over sequence lengths."""
+        from pelab.probe import Probe
+
+        def spread(split: str) -> torch.Tensor:
+            inputs = data[split].inputs
+            return inputs[torch.linspace(0, len(inputs) - 1, PROBE_ROWS).long()]
+
+        return Probe(cfg.data.context, [spread("test"), spread("test_long")])
 
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.copy.evaluate import evaluate

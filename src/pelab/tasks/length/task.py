@@ -23,6 +23,7 @@ from pelab.tasks.length.data.problems import PROBLEMS
 from pelab.tasks.length.model import LengthTransformer, build_length_model
 
 VAL_PER_LENGTH = 16  # held-out sequences per training length behind the validation-loss curve
+PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
 
 
 def rows(data: LengthData, sources: torch.Tensor, causal: bool) -> Batch:
@@ -110,6 +111,15 @@ class LengthTask(Task):
             return {"test_loss": total / count}
 
         return test_loss
+
+    def probe(self, cfg: TaskConfig, data: LengthData):
+        """Test rows at half the longest training length, at it, halfway to the longest test length and at it."""
+        from pelab.probe import Probe
+
+        n, m = data.config.train_max, data.config.test_max
+        lengths = sorted({max(1, n // 2), n, (n + m) // 2, m})
+        inputs = [rows(data, data.splits["test"][k][:PROBE_ROWS], self.causal)[0] for k in lengths]
+        return Probe(self.row_length(data.config, n), inputs)
 
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.length.evaluate import evaluate

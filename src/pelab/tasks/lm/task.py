@@ -25,6 +25,7 @@ from pelab.tasks.lm.data.passkey import PasskeyFormat
 from pelab.tasks.lm.model import build_lm
 
 VAL_ROWS = 64  # validation windows of length L behind the validation-loss curve
+PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)
 
 
 def lm_loss(model: SequenceTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
@@ -118,6 +119,14 @@ class LMTask(Task):
             return {"val_loss": float(loss)}
 
         return val_loss
+
+    def probe(self, cfg: TaskConfig, data: LMData):
+        """The opening tokens of the first test speeches, at every evaluation length (L first)."""
+        from pelab.probe import Probe
+
+        docs = data.test[:PROBE_ROWS]
+        inputs = [torch.stack([doc[:k * cfg.data.context] for doc in docs]) for k in sorted(cfg.eval.multiples)]
+        return Probe(cfg.data.context, inputs)
 
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.lm.evaluate import evaluate

@@ -1,0 +1,62 @@
+"""The per-run probe that evaluation runs: each task names its probe inputs (``Task.probe``), the model reads
+each once, and the diagnostics of its attention (``diagnostics``) become tidy records beside the run's scores.
+
+Rows: split ``probe``, length = tokens per row, one metric per diagnostic (mean over layers); a row
+``trained_length`` (length "all") holds the longest row the model was trained on, so a reader tells in-range
+lengths from beyond without the task's config. Schemes that rotate queries and keys (their
+``rotation_frequencies``) add, at the first probe length, ``rope_band_<f>_share`` and ``rope_band_<f>_period``
+for each rotated pair f. Nothing here branches on the scheme.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pelab.device import autocast
+from pelab.model.sequence import SequenceTransformer
+from pelab.probe.diagnostics import attention_diagnostics, frequency_use, period
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a task asks the probe to read: rows of tokens (B, T) per length, and the longest row in training."""
+
+    trained_length: int
+    inputs: list[torch.Tensor]
+
+
+@torch.no_grad()
+def probe_rows(model: SequenceTransformer, probe: Probe, device: torch.device) -> list[dict[str, Any]]:
+    model.eval()
+    rows: list[dict[str, Any]] = [{"split": "probe", "length": "all", "metric": "trained_length",
+                                   "value": float(probe.trained_length)}]
+    frequencies = model.pe.rotation_frequencies()
+    for index, tokens in enumerate(probe.inputs):
+        tokens = tokens.to(device)
+        captured: list[tuple[torch.Tensor, torch.Tensor]] = []
+        hooks = []
+        if frequencies is not None and index == 0:
+            for layer in model.encoder.layers:
+                hooks.append(layer.attn.register_forward_pre_hook(
+                    lambda module, args: captured.append(module.project(args[0], args[1])[:2])))
+        try:
+            with autocast(device):
+                _, attentions = model(tokens, need_weights=True)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        per_layer = [attention_diagnostics(layer["self"].float(), model.causal) for layer in attentions]
+        length = tokens.shape[1]
+        for metric in per_layer[0]:
+            rows.append({"split": "probe", "length": length, "metric": metric,
+                         "value": sum(d[metric] for d in per_layer) / len(per_layer)})
+        if captured:
+            share = torch.stack([frequency_use(q, k) for q, k in captured]).mean(0)  # (Dh/2,)
+            for band, (s, f) in enumerate(zip(share.tolist(), frequencies.tolist())):
+                rows += [{"split": "probe", "length": length, "metric": f"rope_band_{band:02d}_share", "value": s},
+                         {"split": "probe", "length": length, "metric": f"rope_band_{band:02d}_period",
+                          "value": period(f)}]
+    return rows

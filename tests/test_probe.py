@@ -1,0 +1,104 @@
+"""The per-run probe's diagnostics against exact answers, and the probe in evaluation's records."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pelab.model.config import ModelConfig
+from pelab.model.sequence import build_sequence_model
+from pelab.positional import scheme_names, scheme_options
+from pelab.probe import Probe, probe_rows
+from pelab.probe.diagnostics import attention_diagnostics, frequency_use, uniform_distance
+
+CFG = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+
+
+def model_for(scheme: str, causal: bool = True, vocab: int = 5):
+    return build_sequence_model(scheme, vocab, CFG, scheme_options(scheme), seed=0, causal=causal).eval()
+
+
+def by_metric(rows, length):
+    return {r["metric"]: r["value"] for r in rows if r["length"] == length}
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_without_positions_repeated_tokens_are_attended_uniformly(causal):
+    """No positional encoding, one token repeated: every key scores the same, so query i spreads 1/t over the t
+    keys it sees: entropy log t, first-token share 1/t (ratio 1), distance the uniform one."""
+    t = 12
+    rows = probe_rows(model_for("none", causal), Probe(6, [torch.full((3, t), 2)]), torch.device("cpu"))
+    got = by_metric(rows, t)
+    seen = torch.arange(2, t + 1, dtype=torch.float64) if causal else torch.full((t,), float(t), dtype=torch.float64)
+    assert got["attn_entropy"] == pytest.approx(float(seen.log().mean()), rel=1e-5)
+    assert got["attn_entropy_norm"] == pytest.approx(1.0, rel=1e-5)
+    assert got["first_token_share"] == pytest.approx(float((1 / seen).mean()), rel=1e-5)
+    assert got["first_token_ratio"] == pytest.approx(1.0, rel=1e-5)
+    assert got["attn_distance"] == pytest.approx(float(uniform_distance(t, causal).mean()), rel=1e-5)
+    assert got["attn_distance_norm"] == pytest.approx(1.0, rel=1e-5)
+    assert by_metric(rows, "all") == {"trained_length": 6.0}
+    assert not any(r["metric"].startswith("rope_band") for r in rows)  # nothing rotated
+
+
+def test_alibi_puts_no_extra_mass_on_the_first_token_of_repeated_tokens():
+    """ALiBi on one repeated token: query i weights key j by exp(-m (i - j)) (slope m per head), so the first token
+    gets exactly exp(-m i) / sum_{d <= i} exp(-m d), below the uniform 1/(i + 1); the probe's means match it."""
+    t = 10
+    model = model_for("alibi")
+    rows = probe_rows(model, Probe(t, [torch.full((2, t), 1)]), torch.device("cpu"))
+    slopes = model.pe.slopes.double().flatten()  # (H,)
+    i = torch.arange(1, t, dtype=torch.float64)
+    d = torch.arange(t, dtype=torch.float64)
+    first = torch.stack([torch.exp(-m * i) / torch.stack([torch.exp(-m * d[:k + 1]).sum() for k in i.long()])
+                         for m in slopes])  # (H, T - 1)
+    got = by_metric(rows, t)
+    assert got["first_token_share"] == pytest.approx(float(first.mean()), rel=1e-5)
+    assert got["first_token_ratio"] < 1.0 and got["attn_distance_norm"] < 1.0  # recency, no sink
+
+
+def test_diagnostics_of_hand_made_weights():
+    """One query attending all on the first key, one all on itself, bidirectional T = 2."""
+    w = torch.tensor([[[[1.0, 0.0], [1.0, 0.0]]]])  # (1, 1, 2, 2): both on key 0
+    got = attention_diagnostics(w, causal=False)
+    assert got["attn_entropy"] == pytest.approx(0.0, abs=1e-12)
+    assert got["first_token_share"] == 1.0 and got["first_token_ratio"] == 2.0
+    assert got["attn_distance"] == 0.5  # query 0: distance 0; query 1: distance 1
+    assert got["attn_distance_norm"] == pytest.approx(1.0)  # uniform: 0.5 for both
+
+
+def test_frequency_use_is_each_pairs_share_of_query_times_key_norms():
+    q = torch.zeros(1, 1, 3, 4)
+    k = torch.zeros(1, 1, 3, 4)
+    q[..., 0], q[..., 3] = 3.0, 1.0  # pair 0 norm 3, pair 1 norm 1
+    k[..., 1], k[..., 2] = 1.0, 1.0  # pair 0 norm 1, pair 1 norm 1
+    assert frequency_use(q, k).tolist() == pytest.approx([0.75, 0.25])
+
+
+@pytest.mark.parametrize("scheme", ["rope", "rand_rope", "xpos"])
+def test_rotary_schemes_report_every_band_with_the_period_of_its_frequency(scheme):
+    model = model_for(scheme)
+    rows = probe_rows(model, Probe(8, [torch.randint(0, 5, (2, 8)), torch.randint(0, 5, (2, 16))]),
+                      torch.device("cpu"))
+    bands = CFG.d_model // CFG.n_heads // 2
+    first = by_metric(rows, 8)
+    shares = [first[f"rope_band_{b:02d}_share"] for b in range(bands)]
+    assert sum(shares) == pytest.approx(1.0) and all(s > 0 for s in shares)
+    base = model.pe.inner.base if hasattr(model.pe, "inner") else model.pe.base
+    for b in range(bands):  # theta_b = base^(-2b/Dh), period 2 pi / theta_b
+        assert first[f"rope_band_{b:02d}_period"] == pytest.approx(2 * math.pi * base ** (2 * b / (2 * bands)),
+                                                                    rel=1e-5)
+    assert not any(r["metric"].startswith("rope_band") for r in rows if r["length"] == 16)  # first length only
+
+
+@pytest.mark.parametrize("scheme", sorted(set(scheme_names())))
+def test_every_scheme_gives_finite_diagnostics_in_and_beyond(scheme):
+    model = model_for(scheme, causal=True)
+    rows = probe_rows(model, Probe(6, [torch.randint(0, 5, (2, 6)), torch.randint(0, 5, (2, 24))]),
+                      torch.device("cpu"))
+    values = [r["value"] for r in rows]
+    assert all(math.isfinite(v) for v in values)
+    for length in (6, 24):
+        got = by_metric(rows, length)
+        assert 0 < got["attn_entropy_norm"] <= 1 + 1e-6 and 0 <= got["first_token_share"] <= 1
