@@ -140,6 +140,12 @@ def test_repro_writes_metrics_report_and_figures(project):
         assert set(entry) == {"exact", "exact_long", "token_long"}
     records = (project / "reports/records.csv").read_text().splitlines()
     assert records[0].split(",")[:3] == ["task", "pe", "seed"]
+    # the per-run probe: every run of a sequence-model task has diagnostics, which the report reads
+    probed = {tuple(line.split(",")[:3]) for line in records if ",probe," in line and ",attn_entropy_norm," in line}
+    assert probed == {(t, s, str(k)) for t in ["copy", *LENGTH_TASKS] for s in (SCHEMES if t == "copy" else
+                                                                               LENGTH_SCHEMES) for k in SEEDS}
+    assert "## Why schemes fail beyond their training lengths" in report and "diagnostics_by_length.png" in report
+    assert "diagnostics_rope_frequencies.png" in report  # copy's rope and the length study's rand_rope rotate
 
 
 def test_repro_again_is_a_no_op(project):

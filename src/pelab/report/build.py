@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from pelab import io
 from pelab.params import Params
-from pelab.report import analyses, copy, length, lm, translation
+from pelab.report import analyses, copy, diagnostics, length, lm, translation
 from pelab.report.analyses import (
     anchors,
     attention,
@@ -51,6 +51,7 @@ SECTIONS: list[Callable[[ReportContext], list[str]]] = [
     translation.section,
     length.section,
     lm.section,
+    diagnostics.section,
 ]
 
 

@@ -1,0 +1,213 @@
+"""Why schemes fail beyond their training lengths: the attention diagnostics that evaluation's per-run probe
+writes (``pelab.probe``), read from the records, against each task's score beyond the training lengths.
+
+Reads records only (split ``probe``); runs no model. The prose is fixed text (``INTRO``, ``ROPE_INTRO``); the
+numbers and the sentences that name schemes are generated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from pelab.report.context import ReportContext
+from pelab.report.style import save, scheme_palette
+from pelab.report.tables import markdown_table
+from pelab.stats import format_mean_sd, summarize
+
+FIGURE, ROPE_FIGURE = "diagnostics_by_length.png", "diagnostics_rope_frequencies.png"
+PANELS = (("attn_entropy_norm", "entropy / log(keys seen)"), ("first_token_ratio", "first-token weight × keys seen"),
+          ("attn_distance_norm", "attended distance / uniform"))
+# each task's score beyond its training lengths, the first found in its records: (split, metric, label, higher is
+# better)
+BEYOND_SCORES = (("beyond", "exact_match", "exact match beyond N", True),
+                 ("test_long", "exact_match", "exact match, long", True),
+                 ("at_4L", "ppl_ratio", "ppl(4L)/ppl(L)", False))
+
+INTRO = """\
+Evaluation runs every trained model once more on a few held-out rows at lengths in and beyond training (the
+per-run probe, `src/pelab/probe/`) and records what its attention does, averaged over layers, heads, queries
+and rows: the **entropy** of each query's weights over log of the keys it sees (1 = uniform, 0 = one key;
+rising past the training length is attention dilution, LM-Infinite §3), the first token's weight times the
+keys seen (1 = uniform share; above 1 = an **attention sink**, StreamingLLM §3.1), and the **attended
+distance** over the distance uniform attention would attend (below 1 = recency). Each figure row is a task,
+the x axis the row length over the longest training row (1 = the training length, dashed); line = mean over
+seeds, band = min–max. The table sets the change from the training length to the longest probed one beside the
+task's score beyond the training lengths; the rank correlation across schemes is descriptive (a handful of
+schemes, the seeds averaged), not a test."""
+
+ROPE_INTRO = """\
+Rotary schemes: the share of each rotated pair of query/key dimensions in the mean query-norm × key-norm
+product (Barbero et al. 2024, §5), at the training length, against the pair's period in positions (2π/θ). Pairs
+whose period exceeds the training length (right of the dashed line) never complete a turn in training: beyond
+it they rotate to angles training never showed, so weight on them is the rotary form of the failure beyond L.
+(A randomized scheme trains on positions drawn up to its `max_position`, so for it the line is not the range of
+positions it saw.)"""
+
+
+def probe_rows(records: pd.DataFrame) -> pd.DataFrame:
+    return records[records["split"] == "probe"]
+
+
+def relative_lengths(probe: pd.DataFrame) -> pd.DataFrame:
+    """Per-length probe rows with ``ratio`` = row length / the run's longest training row."""
+    trained = probe[probe["metric"] == "trained_length"].set_index(["task", "pe", "seed"])["value"]
+    rows = probe[probe["length"] != "all"].copy()
+    rows["tokens"] = rows["length"].astype(int)
+    rows["ratio"] = rows["tokens"] / trained.reindex(pd.MultiIndex.from_frame(rows[["task", "pe", "seed"]])).values
+    return rows
+
+
+def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
+    palette = scheme_palette()
+    fig, axes = plt.subplots(len(tasks), len(PANELS), figsize=(12, 2.6 * len(tasks)), squeeze=False)
+    for r, task in enumerate(tasks):
+        for c, (metric, title) in enumerate(PANELS):
+            ax = axes[r, c]
+            sel = rows[(rows["task"] == task) & (rows["metric"] == metric)]
+            for scheme in dict.fromkeys(sel["pe"]):
+                band = sel[sel["pe"] == scheme].groupby("ratio")["value"].agg(["mean", "min", "max"]).reset_index()
+                ax.plot(band["ratio"], band["mean"], marker="o", ms=3, lw=1.4, color=palette[scheme], label=scheme)
+                ax.fill_between(band["ratio"], band["min"], band["max"], color=palette[scheme], alpha=0.15, lw=0)
+            ax.axvline(1.0, color="0.4", ls="--", lw=1)
+            if metric != "attn_entropy_norm":
+                ax.axhline(1.0, color="0.6", ls=":", lw=1)
+            ax.set_xscale("log", base=2)
+            ratios = sorted(sel["ratio"].unique())
+            ax.set_xticks(ratios, [f"{r:.2g}" for r in ratios], fontsize=8)
+            ax.minorticks_off()
+            ax.set_title(f"{task}: {title}" if c == 0 else title, fontsize=9)
+            if r == len(tasks) - 1:
+                ax.set_xlabel("row length / training length")
+        axes[r, -1].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[str, list[str]]:
+    """The table of one task and its generated reading."""
+    sel = rows[rows["task"] == task]
+    schemes = list(dict.fromkeys(sel["pe"]))
+    low, high = sel["ratio"].min(), sel["ratio"].max()
+    trained = sel[np.isclose(sel["ratio"], 1.0)]
+    at_train = trained if not trained.empty else sel[sel["ratio"] == low]
+    longest = sel[sel["ratio"] == high]
+    score = next(((split, metric, label, up) for split, metric, label, up in BEYOND_SCORES
+                  if not records[(records["task"] == task) & (records["split"] == split)
+                                 & (records["metric"] == metric)].empty), None)
+
+    def per_seed(frame: pd.DataFrame, metric: str) -> pd.Series:
+        return frame[frame["metric"] == metric].groupby(["pe", "seed"])["value"].mean()
+
+    header = ["scheme"] + ([score[2]] if score else []) + [
+        "entropy ratio: train → longest", "first-token ratio: train → longest", "distance ratio: train → longest"]
+    table, scores, rises, sinks, changes = [], {}, {}, {}, {}
+    for scheme in schemes:
+        cells = [f"`{scheme}`"]
+        if score:
+            values = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == score[0])
+                             & (records["metric"] == score[1]) & (records["length"] == "all")]["value"].tolist()
+            scores[scheme] = summarize(values)["mean"]
+            cells.append(format_mean_sd(summarize(values)))
+        for metric, _ in PANELS:
+            before, after = per_seed(at_train, metric).get(scheme), per_seed(longest, metric).get(scheme)
+            a, b = summarize(before.tolist()), summarize(after.tolist())
+            cells.append(f"{format_mean_sd(a, 2)} → {format_mean_sd(b, 2)}")
+            changes.setdefault(scheme, []).append(f"{a['mean']:.2f} → {b['mean']:.2f}")
+            if metric == "attn_entropy_norm":
+                rises[scheme] = b["mean"] - a["mean"]
+            if metric == "first_token_ratio":
+                sinks[scheme] = b["mean"]
+        table.append(cells)
+    lines = [markdown_table(header, table), ""]
+    reading = [f"Rows of {low:.3g}× to {high:.3g}× the training length."]
+    most, least = max(rises, key=rises.get), min(rises, key=rises.get)
+    reading.append(f"The entropy ratio rises most from the training length to the longest for `{most}` "
+                   f"({signed(rises[most])}) and least for `{least}` ({signed(rises[least])}).")
+    sink = max(sinks, key=sinks.get)
+    if sinks[sink] > 1.5:
+        reading.append(f"The strongest first-token sink at the longest length is `{sink}`'s "
+                       f"({sinks[sink]:.2f}× the uniform share).")
+    if score and len(set(np.round(list(scores.values()), 6))) > 1:
+        ranked = sorted(scores, key=scores.get, reverse=score[3])
+        for which, scheme in (("best", ranked[0]), ("worst", ranked[-1])):
+            entropy, first, distance = changes[scheme]
+            reading.append(f"The {which} beyond training, `{scheme}` ({score[2]} {scores[scheme]:.3f}), goes from "
+                           f"entropy ratio {entropy}, first-token ratio {first}, distance ratio {distance}.")
+        if len(scores) >= 4 and len(set(np.round(list(rises.values()), 6))) > 1:
+            rho = spearmanr([scores[s] for s in schemes], [rises[s] for s in schemes]).statistic
+            reading.append(f"Across the {len(schemes)} schemes, the rank correlation of {score[2]} with the "
+                           f"entropy rise is ρ = {rho:+.2f}.")
+    elif score:
+        reading.append(f"Every scheme has the same {score[2]} ({next(iter(scores.values())):.3f}): no failure to "
+                       "explain at this size.")
+    return "\n".join(lines), [" ".join(reading), ""]
+
+
+def signed(value: float) -> str:
+    """+0.05, -0.11; a change that rounds to zero as ±0.00."""
+    return "±0.00" if round(value, 2) == 0 else f"{value:+.2f}"
+
+
+def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], path: Path) -> Path:
+    palette = scheme_palette()
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.6 * len(tasks) + 1, 3.2), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        sel = probe[probe["task"] == task]
+        for scheme in dict.fromkeys(sel["pe"]):
+            mine = sel[sel["pe"] == scheme]
+            share = mine[mine["metric"].str.endswith("_share")].groupby("metric")["value"].agg(["mean", "min", "max"])
+            periods = mine[mine["metric"].str.endswith("_period")].groupby("metric")["value"].mean()
+            x = periods.reindex(share.index.str.replace("_share", "_period")).values
+            ax.plot(x, share["mean"], marker="o", ms=3, lw=1.4, color=palette[scheme], label=scheme)
+            ax.fill_between(x, share["min"], share["max"], color=palette[scheme], alpha=0.15, lw=0)
+        ax.axvline(trained[task], color="0.4", ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.set_title(task, fontsize=9)
+        ax.set_xlabel("period of the pair (positions)")
+    axes[0, 0].set_ylabel("share of q·k norm")
+    axes[0, -1].legend(fontsize=7)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def rope_section(ctx: ReportContext, probe: pd.DataFrame) -> list[str]:
+    bands = probe[probe["metric"].str.startswith("rope_band_")]
+    if bands.empty:
+        return []
+    tasks = list(dict.fromkeys(bands["task"]))
+    trained = probe[probe["metric"] == "trained_length"].groupby("task")["value"].max().to_dict()
+    draw_rope(bands, tasks, trained, ctx.figure(ROPE_FIGURE))
+    lines = ["### Which rotary frequencies the models use", "", ROPE_INTRO, "",
+             ctx.image("RoPE frequency use", ROPE_FIGURE), ""]
+    table = []
+    for task in tasks:
+        sel = bands[bands["task"] == task]
+        for scheme in dict.fromkeys(sel["pe"]):
+            mine = sel[sel["pe"] == scheme]
+            slow = {m.replace("_period", "_share") for m, v in
+                    mine[mine["metric"].str.endswith("_period")].groupby("metric")["value"].mean().items()
+                    if v > trained[task]}
+            per_seed = mine[mine["metric"].isin(slow)].groupby("seed")["value"].sum()
+            table.append([task, f"`{scheme}`", str(len(slow)), format_mean_sd(summarize(per_seed.tolist()), 2)])
+    lines += [markdown_table(["task", "scheme", "pairs slower than L", "their share"], table), ""]
+    return lines
+
+
+def section(ctx: ReportContext) -> list[str]:
+    probe = probe_rows(ctx.records)
+    if probe.empty:
+        return []
+    rows = relative_lengths(probe)
+    tasks = list(dict.fromkeys(rows["task"]))
+    draw_by_length(rows, tasks, ctx.figure(FIGURE))
+    lines = ["## Why schemes fail beyond their training lengths: attention diagnostics", "", INTRO, "",
+             ctx.image("attention diagnostics by length", FIGURE), ""]
+    for task in tasks:
+        table, reading = change_table(rows, ctx.records, task)
+        lines += [f"**{task}**", "", table, *reading]
+    return lines + rope_section(ctx, probe)
