@@ -339,7 +339,12 @@ def test_copy_t5_buckets_give_every_copy_offset_its_own_bucket(profile, repo_roo
     """The copy task's offsets (output L+1+i reads input i: offset L+1 for L up to max_len) must not share a
     bucket; T5's own 32/128 merged offsets 8-11, so it could not tell the copy offsets of lengths 7-9 apart."""
     from pelab.compose import compose_params
-    from pelab.report.copy import buckets, distinct_up_to
+    from pelab.positional.functional import t5_relative_position_bucket
+    from pelab.positional.t5 import distinct_up_to
+
+    def buckets(offsets, num_buckets, max_distance):
+        return t5_relative_position_bucket(torch.tensor(offsets), bidirectional=True, num_buckets=num_buckets,
+                                           max_distance=max_distance).tolist()
 
     cfg = compose_params(repo_root / "conf", [f"profile={profile}"])
     t5, max_len = cfg["copy"]["positional"]["t5"], cfg["copy"]["data"]["max_len"]

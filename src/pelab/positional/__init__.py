@@ -1,6 +1,6 @@
 """Positional encodings behind one interface (see ``base.PositionalEncoding``) and a registry."""
 
-from pelab.positional.base import PositionalEncoding
+from pelab.positional.base import PositionalEncoding, Usage
 from pelab.positional.registry import (
     POSITIONAL_ENCODINGS,
     build_positional_encoding,
@@ -14,6 +14,7 @@ from pelab.positional.registry import (
 __all__ = [
     "POSITIONAL_ENCODINGS",
     "PositionalEncoding",
+    "Usage",
     "build_positional_encoding",
     "check_scheme",
     "option_names",

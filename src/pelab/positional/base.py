@@ -24,6 +24,19 @@ class NoOptions:
     ``Options``; its fields are the scheme's section of ``positional`` in params (``positional.<name>``)."""
 
 
+@dataclass(frozen=True)
+class Usage:
+    """Where a scheme serves, for the sentence that states its setup (``PositionalEncoding.describe``): the
+    study, the most positions of a training row and of an evaluation row, and the relative offsets training spans
+    (``long_offsets``: those only a longer evaluation spans, if any)."""
+
+    study: str
+    longest_train: int
+    longest_eval: int
+    offsets: range
+    long_offsets: range | None = None
+
+
 class PositionalEncoding(nn.Module):
     """Base class of every scheme; each hook leaves its input untouched.
 
@@ -62,6 +75,11 @@ class PositionalEncoding(nn.Module):
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
         """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""
         return [self.bias(q_pos, k_pos)]
+
+    def describe(self, usage: Usage) -> str | None:
+        """One sentence stating the choices in this scheme's setup that could favour or handicap it where it is
+        used (the report prints it after the scheme's name), or None when it has none to state."""
+        return None
 
     def rotation_frequencies(self) -> torch.Tensor | None:
         """(Dh/2,) the angle per position step of each rotated pair (x_2f, x_2f+1) of queries and keys, or None

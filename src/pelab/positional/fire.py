@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pelab.positional.base import PositionalEncoding
+from pelab.positional.base import PositionalEncoding, Usage
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class FIREPositionalEncoding(PositionalEncoding):
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, mlp_width: int,
                  init_c: float, threshold: float, per_layer: bool) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
+        self.threshold, self.per_layer = threshold, per_layer
         self.layers = nn.ModuleList(
             FIRE(n_heads=n_heads, mlp_width=mlp_width, init_c=init_c, threshold=threshold)
             for _ in range(n_layers if per_layer else 1)
@@ -98,3 +99,18 @@ class FIREPositionalEncoding(PositionalEncoding):
 
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
         return [fire(q_pos, k_pos) for fire in self.layers]
+
+    def describe(self, usage: Usage) -> str:
+        layers = ("every attention layer has its own FIRE, as in its reference code" if self.per_layer else
+                  "one FIRE serves every layer (`per_layer: false`; its reference code builds one per layer)")
+        if self.threshold >= usage.longest_train:
+            start = (f"its threshold L starts at {self.threshold:g}, beyond every training row (at most "
+                     f"{usage.longest_train} positions): every query starts normalised by the same ψ(L), so its "
+                     "progressive interpolation is off unless training moves L below the row lengths")
+        else:
+            start = (f"its threshold L starts at {self.threshold:g}, below the longest training row "
+                     f"({usage.longest_train} positions; the paper's 512 would switch its progressive interpolation "
+                     "off at these lengths)")
+        encoder = ("" if self.causal else
+                   "; in an encoder it keeps the sign of i − j and normalises by the pair's farther position")
+        return f"{layers}; {start}{encoder}."

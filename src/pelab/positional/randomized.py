@@ -61,6 +61,10 @@ class RandomizedPositions(PositionalEncoding):
     def rotation_frequencies(self):
         return self.inner.rotation_frequencies()
 
+    def describe(self, usage):
+        return (f"a row of T tokens gets a sorted random subset of T positions from [0, {self.max_position}) at every "
+                "training batch (Ruoss et al. 2023), and fixed draws per length at evaluation.")
+
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, max_position={self.max_position}"
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pelab.positional.base import PositionalEncoding
+from pelab.positional.base import PositionalEncoding, Usage
 from pelab.positional.functional import relative_distances, t5_relative_position_bucket
 
 
@@ -59,3 +59,34 @@ class T5RelativePositionalEncoding(PositionalEncoding):
             max_distance=self.max_distance,
         )  # (Tq, Tk)
         return self.table(buckets).permute(2, 0, 1)  # (H, Tq, Tk)
+
+    def describe(self, usage: Usage) -> str:
+        sentence = resolution(self.num_buckets, self.max_distance, usage.offsets, "the offsets it trains on",
+                              not self.causal)
+        if usage.long_offsets is not None:
+            sentence += "; " + resolution(self.num_buckets, self.max_distance, usage.long_offsets,
+                                          "the longer test's offsets", not self.causal, own=False)
+        return f"{self.num_buckets} buckets, max distance {self.max_distance}: {sentence}."
+
+
+def distinct_up_to(num_buckets: int, max_distance: int, bidirectional: bool = True, limit: int = 4096) -> int:
+    """The largest n such that every offset of magnitude <= n has a bucket no other offset shares (both
+    directions are symmetric; for a causal decoder, keys to the left)."""
+    left = t5_relative_position_bucket(-torch.arange(limit + 1), bidirectional=bidirectional,
+                                       num_buckets=num_buckets, max_distance=max_distance).tolist()  # offsets 0, -1, …
+    counts = {b: left.count(b) for b in set(left)}
+    n = 0
+    while n + 1 <= limit and counts[left[n + 1]] == 1:
+        n += 1
+    return n
+
+
+def resolution(num_buckets: int, max_distance: int, offsets: range, what: str, bidirectional: bool = True,
+               own: bool = True) -> str:
+    """Which offsets share buckets: 'offsets up to ±n have a bucket of their own; <what> (offsets a–b) get …'."""
+    used = set(t5_relative_position_bucket(-torch.tensor(list(offsets)), bidirectional=bidirectional,
+                                           num_buckets=num_buckets, max_distance=max_distance).tolist())
+    shared = "each its own bucket" if len(used) == len(offsets) else f"{len(used)} buckets for {len(offsets)} offsets"
+    head = (f"offsets up to ±{distinct_up_to(num_buckets, max_distance, bidirectional)} have a bucket of their own; "
+            if own else "")
+    return f"{head}{what} (offsets {offsets.start}–{offsets.stop - 1}) get {shared}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pelab.positional import Usage, build_positional_encoding
 from pelab.report.context import ReportContext
 from pelab.stats import format_interval, format_mean_sd, summarize
 
@@ -40,7 +41,18 @@ def sinusoidal_base(ctx: ReportContext) -> float:
     return ctx.copy.options("sinusoidal").base
 
 
-def fire_layers(per_layer: bool) -> str:
-    """How many FIREs a stack has, for the report's statements of scheme choices."""
-    return ("every attention layer has its own FIRE, as in its reference code" if per_layer else
-            "one FIRE serves every layer of a stack (`per_layer: false`; its reference code builds one per layer)")
+def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usage, causal: bool = False) -> list[str]:
+    """Each scheme's own statement of its setup where ``usage`` says it serves (``PositionalEncoding.describe``),
+    as '`<scheme>`: …' sentences; built from the task's options for it, no weights read."""
+    cfg, sentences = ctx.cfg(task), []
+    for scheme in schemes:
+        try:
+            pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
+                                           causal=causal, options=cfg.options(scheme))
+        except ValueError:  # a scheme of one attention form only (xpos: causal), in a study that has both
+            pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
+                                           causal=not causal, options=cfg.options(scheme))
+        text = pe.describe(usage)
+        if text:
+            sentences.append(f"`{scheme}`: {text}")
+    return sentences

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 
-from pelab.positional.functional import t5_relative_position_bucket
-from pelab.report.common import fire_layers
+from pelab.positional import Usage
+from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.style import draw_curves, save, scheme_palette
 from pelab.report.tables import (
@@ -75,32 +74,11 @@ def _n_per_length(ctx: ReportContext) -> list[str]:
 
 
 def choices(ctx: ReportContext, task: str, max_offset: int, longest_row: int,
-            long_offsets: range | None = None) -> list[str]:
-    """The options that could favour one scheme, stated: T5's buckets, the learned table's initial scale, FIRE's
-    layers and threshold. ``longest_row``: the most positions a training row of the task has."""
-    cfg, lines = ctx.cfg(task), []
-    if "t5" in ctx.schemes:
-        t5 = cfg.options("t5")
-        lines.append(resolution_sentence(task, t5.num_buckets, t5.max_distance, range(1, max_offset + 1),
-                                         "the offsets the task trains on"))
-        if long_offsets is not None:
-            lines.append(resolution_sentence(task, t5.num_buckets, t5.max_distance, long_offsets,
-                                             "the longer test's copy offsets"))
-    if "learned" in ctx.schemes:
-        learned = cfg.options("learned")
-        lines.append(f"`learned` starts from init `{learned.init}` "
-                     + ("(rows at the sinusoidal row norm √(d/2), not GPT-2's std 0.02, which would start 35× "
-                        "weaker than the sinusoidal table)" if learned.init == "sinusoidal_norm" else
-                        "(GPT-2's std 0.02: rows start ~35× weaker than the sinusoidal table)")
-                     + f" and has {learned.max_positions} rows; rows past the training length never receive a "
-                     "gradient.")
-    if "fire" in ctx.schemes:
-        fire = cfg.options("fire")
-        lines.append(f"`fire`: {fire_layers(fire.per_layer)}; its threshold L starts at {fire.threshold:g}"
-                     + (f", beyond every training row (at most {longest_row} positions): every query starts "
-                        "normalised by the same ψ(L), so its progressive interpolation is off unless training moves L "
-                        "below the row lengths (the length study starts L lower)." if fire.threshold >= longest_row
-                        else "."))
+            long_offsets: range | None = None, longest_eval: int | None = None) -> list[str]:
+    """The options that could favour one scheme, each stated by the scheme itself (``describe``).
+    ``longest_row``: the most positions a training row of the task has."""
+    usage = Usage(task, longest_row, longest_eval or longest_row, range(1, max_offset + 1), long_offsets)
+    lines = scheme_choices(ctx, task, ctx.schemes, usage)
     return ["**Choices that could favour a scheme.** " + " ".join(lines), ""] if lines else []
 
 
@@ -129,7 +107,7 @@ def section(ctx: ReportContext) -> list[str]:
         "",
         *_n_per_length(ctx),
         *choices(ctx, "copy", copy.data.max_len + 1, copy.data.context,
-                 range(copy.data.long_min_len + 1, copy.data.long_max_len + 2)),
+                 range(copy.data.long_min_len + 1, copy.data.long_max_len + 2), copy.data.long_context),
         table,
         "",
         copy_reading(records, schemes),
@@ -207,33 +185,3 @@ def draw_accuracy_by_length(records: pd.DataFrame, schemes: list[str], path: Pat
     axes[1].legend(fontsize=8, loc="upper right", ncol=2)
     fig.tight_layout()
     return save(fig, path)
-
-
-def buckets(offsets: list[int], num_buckets: int, max_distance: int, bidirectional: bool = True) -> list[int]:
-    """The bucket of each relative offset k − q."""
-    rel = torch.tensor(offsets)
-    return t5_relative_position_bucket(rel, bidirectional=bidirectional, num_buckets=num_buckets,
-                                       max_distance=max_distance).tolist()
-
-
-def distinct_up_to(num_buckets: int, max_distance: int, bidirectional: bool = True, limit: int = 4096) -> int:
-    """The largest n such that every offset of magnitude <= n has a bucket no other offset shares (both
-    directions are symmetric; for a causal decoder, keys to the left)."""
-    from collections import Counter
-
-    left = buckets(list(range(0, -limit - 1, -1)), num_buckets, max_distance, bidirectional)  # offsets 0, -1, …
-    counts = Counter(left)
-    n = 0
-    while n + 1 <= limit and counts[left[n + 1]] == 1:
-        n += 1
-    return n
-
-
-def resolution_sentence(name: str, num_buckets: int, max_distance: int, offsets: range, what: str,
-                        bidirectional: bool = True) -> str:
-    """One sentence for the report: which offsets share buckets."""
-    exact = distinct_up_to(num_buckets, max_distance, bidirectional)
-    used = sorted(set(buckets([-o for o in offsets], num_buckets, max_distance, bidirectional)))
-    shared = "each its own bucket" if len(used) == len(offsets) else f"{len(used)} buckets for {len(offsets)} offsets"
-    return (f"T5 ({name}: {num_buckets} buckets, max distance {max_distance}) gives offsets up to ±{exact} a bucket "
-            f"of their own; {what} (offsets {offsets.start}–{offsets.stop - 1}) get {shared}.")

@@ -17,7 +17,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from scipy.stats import rankdata
 
-from pelab.report.common import fire_layers
+from pelab.positional import POSITIONAL_ENCODINGS, Usage
+from pelab.positional.randomized import RandomizedPositions
+from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.style import save, scheme_palette
 from pelab.report.tables import markdown_table, seed_values
@@ -110,28 +112,20 @@ def section(ctx: ReportContext) -> list[str]:
                   f"{r['first']:.2f}"] for s, r in rank.iterrows()]
     notes = []
     longest_trained = max(get_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.train_max) for t in tasks)
-    if "learned" in schemes:
-        notes.append(f"`learned` has {cfg.options('learned').max_positions} rows so that every evaluated position "
-                     f"has one; rows past the longest trained row ({longest_trained} tokens) never receive a gradient, "
-                     "so beyond N it reads untrained (initial) rows.")
-    if "fire" in schemes:
-        fire = cfg.options("fire")
-        notes.append(f"`fire` starts its threshold L at {fire.threshold:g} (the paper's 512 exceeds every length here "
-                     "and would normalise all positions by the constant ψ(512), switching its interpolation off); "
-                     "in the encoder it keeps the sign of i − j and normalises by the pair's farther position; "
-                     + fire_layers(fire.per_layer) + ".")
-    randomized = [s for s in schemes if s.startswith("rand_")]
+    longest_eval = max(get_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.test_max) for t in tasks)
+    notes += scheme_choices(ctx, tasks[0], schemes, Usage("the length study", longest_trained, longest_eval,
+                                                          range(1, longest_trained)),
+                            causal=all(get_task(t).causal for t in tasks))
+    randomized = [s for s in schemes if issubclass(POSITIONAL_ENCODINGS[s], RandomizedPositions)]
     if variants:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored beyond N with position interpolation "
                      "(positions × L/T) and NTK-aware base scaling (base × (T/L)^(d/(d−2))), T the row length and L "
                      "the longest trained row: evaluation-time extensions, no retraining (not in the ranking).")
     if randomized:
-        notes.append(", ".join(f"`{s}`" for s in randomized) + " give a sequence of length T a sorted random "
-                     f"subset of T positions from [0, {cfg.options(randomized[0]).max_position}) in training "
-                     "(Ruoss et al. 2023) and at evaluation too: a row keeps one draw (a generated answer reads "
-                     "its prefix at every step), and the test sequences of each length are split into "
-                     f"{cfg.eval.position_draws} groups, each at its own fixed draw, so one draw's luck does not "
-                     "decide a length's score and every run is scored at the same positions.")
+        notes.append(", ".join(f"`{s}`" for s in randomized) + " are scored at fixed position draws: a row keeps one "
+                     "draw (a generated answer reads its prefix at every step), and the test sequences of each length "
+                     f"are split into {cfg.eval.position_draws} groups, each at its own fixed draw, so one draw's luck "
+                     "does not decide a length's score and every run is scored at the same positions.")
     return [
         "## Length generalisation",
         "",

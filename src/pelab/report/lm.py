@@ -14,7 +14,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pelab.report.common import fire_layers
+from pelab.positional import POSITIONAL_ENCODINGS, Usage
+from pelab.positional.randomized import RandomizedPositions
+from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.style import save, scheme_palette
 from pelab.report.tables import comparison_table, seed_values
@@ -179,22 +181,12 @@ def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -
 def choices(ctx: ReportContext, schemes: list[str]) -> list[str]:
     cfg = ctx.cfg(TASK)
     context, longest = cfg.data.context, cfg.data.context * max(cfg.eval.multiples)
-    notes = []
-    if "learned" in schemes:
-        notes.append(f"`learned` has {cfg.options('learned').max_positions} rows so that every evaluated position has "
-                     f"one; rows past L = {context} never receive a gradient (and, like every positional parameter, no "
-                     "weight decay), so beyond L it reads rows at their random initialisation, as the randomized-PE "
-                     "study scores its learned baseline.")
-    if "fire" in schemes:
-        fire = cfg.options("fire")
-        notes.append(f"`fire` starts its threshold at {fire.threshold:g} (below L; at the paper's 512 its "
-                     f"progressive interpolation would be off at these lengths); " + fire_layers(fire.per_layer) + ".")
-    randomized = [s for s in schemes if s.startswith("rand_")]
+    notes = scheme_choices(ctx, TASK, schemes, Usage("the LM study", context, longest, range(1, context)), causal=True)
+    randomized = [s for s in schemes if issubclass(POSITIONAL_ENCODINGS[s], RandomizedPositions)]
     if randomized:
-        notes.append(", ".join(f"`{s}`" for s in randomized) + " draw a sorted subset of T positions from "
-                     f"[0, {cfg.options(randomized[0]).max_position}) for every training batch (one draw shared by its "
-                     "rows), and are scored at one fixed draw per length (the same for every run; the length study "
-                     "averages over several).")
+        notes.append("Schemes that draw positions (" + ", ".join(f"`{s}`" for s in randomized) + ") share one draw "
+                     "among a training batch's rows and are scored at one fixed draw per length (the same for every "
+                     "run; the length study averages over several).")
     if "rope" in schemes:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored at T > L with position interpolation "
                      "(positions × L/T) and NTK-aware base scaling (base × (T/L)^(d/(d−2))): evaluation-time "
