@@ -96,7 +96,7 @@ class DecoderLayer(nn.Module):
         cross = self.cross_attn
         h = self.self_attn.extend(self.self_norm(x), cache, pe=pe, q_pos=position, attn_bias=self_bias)
         x = x + self.drop(h)
-        q = cross._heads(cross.q_proj(self.cross_norm(x)))  # (B, H, 1, Dh)
+        q = cross.split_heads(cross.q_proj(self.cross_norm(x)))  # (B, H, 1, Dh)
         q, memory_k = cross_pe.rotate(q, cache["memory_k"], position, memory_positions)
         h, _ = cross.attend(q, memory_k, cache["memory_v"], cross_bias)
         x = x + self.drop(h)
@@ -197,8 +197,8 @@ class Decoder(nn.Module):
 
     def init_cache(self, memory: torch.Tensor) -> list[dict[str, torch.Tensor]]:
         """Per-layer caches for incremental decoding, holding the memory's keys and values (B, H, S, Dh)."""
-        return [{"memory_k": layer.cross_attn._heads(layer.cross_attn.k_proj(memory)),
-                 "memory_v": layer.cross_attn._heads(layer.cross_attn.v_proj(memory))} for layer in self.layers]
+        return [{"memory_k": layer.cross_attn.split_heads(layer.cross_attn.k_proj(memory)),
+                 "memory_v": layer.cross_attn.split_heads(layer.cross_attn.v_proj(memory))} for layer in self.layers]
 
     def step(self, x, caches, position: int, memory_positions, memory_padding_mask=None):
         """Incremental decoding: x (B, 1, D) is the embedding of the token at ``position``; earlier tokens
