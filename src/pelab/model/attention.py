@@ -63,7 +63,8 @@ class MultiHeadAttention(nn.Module):
     def project(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries from x (B, Tq, D), keys and values from memory (B, Tk, D), split into heads and not yet
         rotated: (B, H, Tq, Dh), (B, H, Tk, Dh), (B, H, Tk, Dh). What probes read (``pelab.probe``)."""
-        return self.split_heads(self.q_proj(x)), self.split_heads(self.k_proj(memory)), self.split_heads(self.v_proj(memory))
+        heads = self.split_heads
+        return heads(self.q_proj(x)), heads(self.k_proj(memory)), heads(self.v_proj(memory))
 
     def forward(
         self,

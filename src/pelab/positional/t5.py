@@ -72,8 +72,8 @@ class T5RelativePositionalEncoding(PositionalEncoding):
 def distinct_up_to(num_buckets: int, max_distance: int, bidirectional: bool = True, limit: int = 4096) -> int:
     """The largest n such that every offset of magnitude <= n has a bucket no other offset shares (both
     directions are symmetric; for a causal decoder, keys to the left)."""
-    left = t5_relative_position_bucket(-torch.arange(limit + 1), bidirectional=bidirectional,
-                                       num_buckets=num_buckets, max_distance=max_distance).tolist()  # offsets 0, -1, …
+    left = t5_relative_position_bucket(-torch.arange(limit + 1), bidirectional=bidirectional,  # offsets 0, -1, …
+                                       num_buckets=num_buckets, max_distance=max_distance).tolist()
     counts = {b: left.count(b) for b in set(left)}
     n = 0
     while n + 1 <= limit and counts[left[n + 1]] == 1:

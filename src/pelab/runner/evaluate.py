@@ -19,7 +19,8 @@ from pelab.tasks import get_task
 def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
                  device: str | None = None, data: Any = None) -> list[dict[str, Any]]:
     """Write ``out_dir/records.jsonl`` (tidy rows {task, pe, seed, split, length, metric, value}: the task's
-    evaluation, then the probe's diagnostics, ``pelab.probe``) on the device the run would train on; ``out_dir`` appears only when complete. Returns the rows.
+    evaluation, then the probe's diagnostics, ``pelab.probe``) on the device the run would train on; ``out_dir``
+    appears only when complete. Returns the rows.
     ``data``: the task's loaded data, to skip reloading it when evaluating several runs."""
     run = load_run(run_path)
     task, cfg = get_task(run.task), params.task(run.task)
