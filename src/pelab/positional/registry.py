@@ -65,6 +65,13 @@ def scheme_of(pe: PositionalEncoding) -> str:
     return names[0]
 
 
+def draws_positions(name: str) -> bool:
+    """Whether scheme ``name`` draws its positions at random in training (the randomized schemes)."""
+    from pelab.positional.randomized import RandomizedPositions
+
+    return issubclass(POSITIONAL_ENCODINGS[check_scheme(name)], RandomizedPositions)
+
+
 def option_names(name: str) -> list[str]:
     return sorted(f.name for f in fields(POSITIONAL_ENCODINGS[check_scheme(name)].Options))
 

@@ -17,8 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from scipy.stats import rankdata
 
-from pelab.positional import POSITIONAL_ENCODINGS, Usage
-from pelab.positional.randomized import RandomizedPositions
+from pelab.positional import Usage, draws_positions
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.style import save, scheme_palette
@@ -116,7 +115,7 @@ def section(ctx: ReportContext) -> list[str]:
     notes += scheme_choices(ctx, tasks[0], schemes, Usage("the length study", longest_trained, longest_eval,
                                                           range(1, longest_trained)),
                             causal=all(get_task(t).causal for t in tasks))
-    randomized = [s for s in schemes if issubclass(POSITIONAL_ENCODINGS[s], RandomizedPositions)]
+    randomized = [s for s in schemes if draws_positions(s)]
     if variants:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored beyond N with position interpolation "
                      "(positions × L/T) and NTK-aware base scaling (base × (T/L)^(d/(d−2))), T the row length and L "

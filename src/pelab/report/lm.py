@@ -14,8 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pelab.positional import POSITIONAL_ENCODINGS, Usage
-from pelab.positional.randomized import RandomizedPositions
+from pelab.positional import Usage, draws_positions
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.style import save, scheme_palette
@@ -182,7 +181,7 @@ def choices(ctx: ReportContext, schemes: list[str]) -> list[str]:
     cfg = ctx.cfg(TASK)
     context, longest = cfg.data.context, cfg.data.context * max(cfg.eval.multiples)
     notes = scheme_choices(ctx, TASK, schemes, Usage("the LM study", context, longest, range(1, context)), causal=True)
-    randomized = [s for s in schemes if issubclass(POSITIONAL_ENCODINGS[s], RandomizedPositions)]
+    randomized = [s for s in schemes if draws_positions(s)]
     if randomized:
         notes.append("Schemes that draw positions (" + ", ".join(f"`{s}`" for s in randomized) + ") share one draw "
                      "among a training batch's rows and are scored at one fixed draw per length (the same for every "

@@ -14,8 +14,7 @@ from pelab import io
 from pelab.config import to_dict
 from pelab.device import pick_device, precision, use_deterministic_algorithms
 from pelab.params import Params
-from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, check_scheme
-from pelab.positional.randomized import RandomizedPositions
+from pelab.positional import PositionalEncoding, check_scheme, draws_positions
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.kept_runs import KeptRuns, fingerprint
 from pelab.runner.live import live_logger
@@ -85,7 +84,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     stack = stack and task.vectorises
     # where training draws random numbers (dropout, randomized positions), a seed's draws depend on the stack it
     # trains in (vmap's per-seed streams): a kept run is then restored only if it trained in the same stack
-    draws = getattr(cfg.model, "dropout", 0.0) > 0 or issubclass(POSITIONAL_ENCODINGS[scheme], RandomizedPositions)
+    draws = getattr(cfg.model, "dropout", 0.0) > 0 or draws_positions(scheme)
 
     def stack_of(seed: int) -> list[int] | None:
         return (list(seeds) if stack else [seed]) if draws else None
