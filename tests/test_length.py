@@ -74,6 +74,26 @@ def test_encoder_and_decoder_layouts_put_the_answer_where_it_is_read():
     assert targets.tolist() == [[IGNORE] * 3 + [1, 1, 0]]  # SEP (position 3) predicts the first answer token
 
 
+
+def test_the_seeds_share_one_length_schedule_and_draw_their_own_sequences(tmp_path):
+    """Every seed's batch at a step has the same length (so the seeds stack), drawn uniformly over 1..N; the
+    sequences are the seed's own; a seed's batches are the same whatever else trains beside it."""
+    params = parse_params(smoke_raw(tasks=[], length_tasks=["reverse"]))
+    task, cfg = get_task("reverse"), params.task("reverse")
+    task.prepare(cfg, tmp_path)
+    data = task.load_data(tmp_path)
+    streams = [task.batches(cfg, data, seed) for seed in (0, 1, 2)]
+    steps = [[stream(step) for stream in streams] for step in range(200)]
+    shapes = [{tokens.shape for tokens, _ in batches} for batches in steps]
+    assert all(len(s) == 1 for s in shapes)  # one length per step for every seed
+    n_max = cfg.data.train_max
+    lengths = {task.row_length(cfg.data, n): n for n in range(1, n_max + 1)}
+    seen = [lengths[next(iter(s))[1]] for s in shapes]
+    assert set(seen) == set(range(1, n_max + 1))  # every training length, none beyond
+    assert any(not torch.equal(a[0], b[0]) for a, b, _ in steps)  # seeds 0 and 1 draw their own sequences
+    again = task.batches(cfg, data, 1)
+    assert all(torch.equal(again(step)[0], batches[1][0]) for step, batches in enumerate(steps))
+
 @pytest.mark.parametrize("scheme", ["none", "sinusoidal", "rope", "alibi", "t5"])
 def test_greedy_generation_equals_the_teacher_forced_pass_over_its_own_output(scheme):
     """With a correct causal mask the model's prediction at a position cannot depend on later tokens, so

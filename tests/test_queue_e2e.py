@@ -9,7 +9,7 @@ import subprocess
 import time
 
 import pytest
-from test_pipeline_e2e import copy_worktree, run
+from test_pipeline_e2e import copy_worktree, ran, run
 
 pytestmark = pytest.mark.e2e
 
@@ -50,3 +50,27 @@ def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_r
         assert set(values) == {"exact", "exact_long", "token_long"}
         assert all(0.0 <= v <= 1.0 for v in values.values())
         assert data["params"]["params.yaml"]["data"]["pe"]["schemes"] == [scheme]
+
+
+PARALLEL = ["profile=smoke", "tasks=[copy]", "length_tasks=[reverse]", "lm_tasks=[]", "seeds=[0]", "pe=[none,rope]",
+            "length_schemes=[none,rope]"]
+
+
+def test_pelab_parallel_runs_the_shards_at_once_and_the_final_run_trains_and_evaluates_nothing_again(
+        repo_root, tmp_path):
+    """Issue 28's recipe on one machine: `pelab parallel -j 2` queues two shards (copy none + reverse none, copy
+    rope + reverse rope), runs them with two workers, then reproduces the whole study in the workspace, where every
+    prepare, training and evaluation stage comes from the run cache: only aggregate and report run again."""
+    project = copy_worktree(repo_root, tmp_path / "repo")
+    run(["pelab", "compose", *PARALLEL, "--out", "params.yaml"], project)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "study"], project)
+    out = run(["pelab", "parallel", "-j", "2", *PARALLEL], project)
+    assert "queue shard-" in out and out.count("queue shard-") == 2, out
+    assert "pe=[none] length_schemes=[none] lm_tasks=[]" in out and "pe=[rope] length_schemes=[rope]" in out, out
+    assert "failed" not in out, out
+    assert ran(out, "") == {"aggregate", "report"}, out  # nothing lost (all four schemes), nothing run twice
+    assert "the final run executed 2 stage(s): aggregate, report" in out
+    for task, scheme in (("copy", "none"), ("copy", "rope"), ("reverse", "none"), ("reverse", "rope")):
+        assert (project / "reports" / "metrics" / task / f"{scheme}.json").exists(), (task, scheme)
+    assert "train@copy-rope" in (project / "dvc.lock").read_text()

@@ -29,9 +29,7 @@ TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.pn
 
 
 def length_tasks(ctx: ReportContext) -> list[str]:
-    from pelab.tasks.length.task import LengthTask
-
-    return [t for t in ctx.params.tasks if isinstance(get_task(t), LengthTask) and ctx.has_task(t)]
+    return [t for t in ctx.params.length_tasks if ctx.has_task(t)]
 
 
 def chance_level(ctx: ReportContext, task: str) -> float:

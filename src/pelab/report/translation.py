@@ -50,6 +50,8 @@ PROFILE_NOTES = {
         "not comparable with published Multi30k results — `profile=full` is the strong baseline."
     ),
     "smoke": "Profile **smoke**: seconds per run, for the end-to-end test. These numbers mean nothing.",
+    "full_shape": "Profile **full_shape**: the full profile's shapes trained for two steps, to check that a study "
+                  "at full size runs. These numbers mean nothing.",
 }
 
 

@@ -8,27 +8,16 @@ from __future__ import annotations
 
 from pelab.tasks.base import Task
 from pelab.tasks.copy.task import CopyTask
-from pelab.tasks.length.task import (
-    AdditionCausalTask,
-    AdditionTask,
-    DuplicateCausalTask,
-    DuplicateTask,
-    ReverseCausalTask,
-    ReverseTask,
-)
+from pelab.tasks.length.task import LENGTH_TASKS
 from pelab.tasks.lm.task import LMTask
 from pelab.tasks.translation.task import TranslationTask
 
 TASKS: dict[str, type[Task]] = {
     "copy": CopyTask,
     "translation": TranslationTask,
-    # the length-generalisation study (pelab/tasks/length): bidirectional encoder, then causal decoder-only
-    "reverse": ReverseTask,
-    "duplicate": DuplicateTask,
-    "addition": AdditionTask,
-    "reverse_causal": ReverseCausalTask,
-    "duplicate_causal": DuplicateCausalTask,
-    "addition_causal": AdditionCausalTask,
+    # the length-generalisation study (pelab/tasks/length): each problem of data/problems.py as a bidirectional
+    # encoder (<problem>), then as a decoder-only model (<problem>_causal)
+    **LENGTH_TASKS,
     # the language-model study (pelab/tasks/lm): decoder-only on real text, perplexity and passkey by length
     "lm": LMTask,
 }

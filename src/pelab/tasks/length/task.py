@@ -46,7 +46,6 @@ class LengthTask(Task):
     causal: ClassVar[bool]
     section = "length"  # every length task reads the one ``length:`` block of params
     draws_positions = True  # the sequence model asks randomized schemes for its positions
-    vectorises = False  # each step draws one training length per seed: the seeds' batches differ in shape
     sections = {"data": LengthDataConfig, "model": LengthModelConfig, "train": TrainConfig, "eval": LengthEvalConfig}
     # "in": test sequences of the training lengths 1..N (none seen in training); "beyond": lengths N+1..M.
     headline = {"in": ["exact_match", "token_accuracy"], "beyond": ["exact_match", "token_accuracy"]}
@@ -69,8 +68,7 @@ class LengthTask(Task):
     def row_length(self, cfg: LengthDataConfig, n: int) -> int:
         """Tokens in one row of length n: question + SEP + answer slots (encoder) or question + answer (decoder)."""
         problem = PROBLEMS[self.problem]
-        question = problem.source_length(n) + (1 if self.problem == "addition" else 0)
-        return question + problem.answer_length(n) + (0 if self.causal else 1)
+        return problem.question_length(n) + problem.answer_length(n) + (0 if self.causal else 1)
 
     def max_length(self, cfg: TaskConfig) -> int:
         return self.row_length(cfg.data, cfg.data.test_max)
@@ -80,14 +78,17 @@ class LengthTask(Task):
         return build_length_model(scheme, int(info["vocab_size"]), model_cfg, options, seed, causal=self.causal)
 
     def batches(self, cfg: TaskConfig, data: LengthData, seed: int) -> Callable[[int], Batch]:
-        """One length per batch, drawn uniformly from 1..N; then ``batch_size`` of its training sequences (with
-        replacement). The order depends on the seed only."""
-        order = torch.Generator().manual_seed(seed)
+        """One length per step, drawn uniformly from 1..N by a schedule that every seed shares (drawn with the data
+        seed), so the seeds of a (task, scheme) stack into one vectorised model; then ``batch_size`` of that
+        length's training sequences, drawn with replacement by the training seed. Every scheme sees the same
+        batches for a seed."""
+        schedule = torch.Generator().manual_seed(2**32 + data.config.seed)  # the lengths: one schedule for every seed
+        picks = torch.Generator().manual_seed(seed)  # the sequences: the seed's own
         train, lengths = data.splits["train"], sorted(data.splits["train"])
 
         def next_batch(step: int) -> Batch:
-            n = lengths[int(torch.randint(0, len(lengths), (1,), generator=order))]
-            pick = torch.randint(0, len(train[n]), (cfg.train.batch_size,), generator=order)
+            n = lengths[int(torch.randint(0, len(lengths), (1,), generator=schedule))]
+            pick = torch.randint(0, len(train[n]), (cfg.train.batch_size,), generator=picks)
             return rows(data, train[n][pick], self.causal)
 
         return next_batch
@@ -135,6 +136,6 @@ def _task_class(problem: str, causal: bool) -> type[LengthTask]:
                  "__module__": __name__})
 
 
-ReverseTask, DuplicateTask, AdditionTask = (_task_class(p, False) for p in ("reverse", "duplicate", "addition"))
-ReverseCausalTask, DuplicateCausalTask, AdditionCausalTask = (
-    _task_class(p, True) for p in ("reverse", "duplicate", "addition"))
+# every problem in both architectures: the bidirectional encoders first, then the decoder-only models
+LENGTH_TASKS: dict[str, type[LengthTask]] = {
+    task.name: task for causal in (False, True) for task in (_task_class(p, causal) for p in PROBLEMS)}

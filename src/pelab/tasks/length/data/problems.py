@@ -8,7 +8,7 @@ string, binary addition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -21,30 +21,79 @@ def vocab_size(n_symbols: int) -> int:
     return n_symbols + 3
 
 
-@dataclass(frozen=True)
 class Problem:
-    name: str
-    binary: bool = False  # the alphabet is {0, 1} whatever data.n_symbols says
+    """One problem of the length study. Adding a problem is one subclass here, listed in ``PROBLEMS``: the
+    registry then has its two tasks (``<name>``, bidirectional, and ``<name>_causal``), as a task of DeepMind's
+    randomized positional encodings is one class (github.com/google-deepmind/randomized_positional_encodings,
+    ``tasks/``)."""
+
+    name: ClassVar[str]
+    binary: ClassVar[bool] = False  # the alphabet is {0, 1} whatever data.n_symbols says
 
     def alphabet(self, n_symbols: int) -> int:
         return 2 if self.binary else n_symbols
 
     def source_length(self, n: int) -> int:
         """Symbols drawn for one example of length n."""
-        return 2 * n if self.name == "addition" else n
+        return n
+
+    def question_length(self, n: int) -> int:
+        return self.source_length(n)
 
     def answer_length(self, n: int) -> int:
-        return {"reverse": n, "duplicate": 2 * n, "addition": n + 1}[self.name]
+        raise NotImplementedError
 
     def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """sources (B, source_length(n)) -> question (B, q), answer (B, answer_length(n))."""
-        if self.name == "reverse":
-            return sources, sources.flip(1)
-        if self.name == "duplicate":
-            return sources, torch.cat([sources, sources], dim=1)
-        if self.name == "addition":
-            return binary_addition(sources, special_tokens(n_symbols)["plus"])
-        raise ValueError(f"unknown problem {self.name!r}; valid choices: {', '.join(PROBLEMS)}")
+        """sources (B, source_length(n)) -> question (B, question_length(n)), answer (B, answer_length(n))."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Reverse(Problem):
+    name = "reverse"
+
+    def answer_length(self, n: int) -> int:
+        return n
+
+    def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return sources, sources.flip(1)
+
+
+class Duplicate(Problem):
+    name = "duplicate"
+
+    def answer_length(self, n: int) -> int:
+        return 2 * n
+
+    def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return sources, torch.cat([sources, sources], dim=1)
+
+
+class Addition(Problem):
+    """Two n-bit numbers: the question ``a + b`` (2n + 1 tokens), the answer their sum in n + 1 bits."""
+
+    name = "addition"
+    binary = True
+
+    def source_length(self, n: int) -> int:
+        return 2 * n
+
+    def question_length(self, n: int) -> int:
+        return 2 * n + 1
+
+    def answer_length(self, n: int) -> int:
+        return n + 1
+
+    def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return binary_addition(sources, special_tokens(n_symbols)["plus"])
 
 
 def binary_addition(sources: torch.Tensor, plus: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,5 +113,4 @@ def binary_addition(sources: torch.Tensor, plus: int) -> tuple[torch.Tensor, tor
     return question, torch.stack(digits, dim=1)
 
 
-PROBLEMS = {"reverse": Problem("reverse"), "duplicate": Problem("duplicate"),
-            "addition": Problem("addition", binary=True)}
+PROBLEMS: dict[str, Problem] = {problem.name: problem for problem in (Reverse(), Duplicate(), Addition())}

@@ -1,0 +1,46 @@
+"""`pelab parallel`'s shard plan (pelab.parallel): every scheme of every study in exactly one shard, the studies
+a shard holds no scheme of left out of it; the DVC run itself is tests/test_queue_e2e.py's."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+
+from pelab.compose import compose_params
+from pelab.parallel import shard_overrides
+
+
+def test_the_schemes_of_every_study_are_dealt_round_robin_and_each_lands_in_one_shard():
+    composed = {"tasks": ["copy", "translation"], "pe": {"schemes": ["none", "rope", "alibi"]},
+                "length_tasks": ["reverse"], "length_schemes": ["none", "rope"],
+                "lm_tasks": ["lm"], "lm_schemes": ["alibi"]}
+    assert shard_overrides(composed, 2) == [
+        ["pe=[none,alibi]", "length_schemes=[rope]", "lm_tasks=[]"],
+        ["pe=[rope]", "length_schemes=[none]", "lm_schemes=[alibi]"],
+    ]
+    assert shard_overrides(composed, 1) == [["pe=[none,rope,alibi]", "length_schemes=[none,rope]",
+                                             "lm_schemes=[alibi]"]]
+    # more workers than schemes: the empty shards are dropped
+    assert len(shard_overrides(composed, 10)) == 6
+    # a study that is off (no tasks) contributes no scheme
+    assert shard_overrides({**composed, "length_tasks": [], "lm_tasks": []}, 2) == [
+        ["pe=[none,alibi]", "length_tasks=[]", "lm_tasks=[]"], ["pe=[rope]", "length_tasks=[]", "lm_tasks=[]"]]
+
+
+def test_the_default_study_s_shards_cover_every_stage_once():
+    composed = compose_params(ROOT / "conf", ["profile=quick"])
+    shards = shard_overrides(composed, 3)
+    dealt = {key: [] for key in ("pe", "length_schemes", "lm_schemes")}
+    for shard in shards:
+        for override in shard:
+            key, value = override.split("=", 1)
+            if key in dealt:
+                dealt[key] += value.strip("[]").split(",")
+    assert sorted(dealt["pe"]) == sorted(composed["pe"]["schemes"])
+    assert sorted(dealt["length_schemes"]) == sorted(composed["length_schemes"])
+    assert sorted(dealt["lm_schemes"]) == sorted(composed["lm_schemes"])
+
+
+def test_no_workers_is_refused_with_one_line():
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+        shard_overrides({"tasks": [], "length_tasks": [], "lm_tasks": []}, 0)
