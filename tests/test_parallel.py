@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT
 
 from pelab.compose import compose_params
-from pelab.parallel import shard_overrides
+from pelab.parallel import shard_overrides, shard_targets, without_keys
 
 
 def test_the_schemes_of_every_study_are_dealt_round_robin_and_each_lands_in_one_shard():
@@ -44,3 +44,19 @@ def test_the_default_study_s_shards_cover_every_stage_once():
 def test_no_workers_is_refused_with_one_line():
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         shard_overrides({"tasks": [], "length_tasks": [], "lm_tasks": []}, 0)
+
+
+def test_a_shard_runs_its_studies_evaluation_and_its_own_choice_replaces_the_user_s():
+    shard = ["pe=[rope]", "length_tasks=[]", "lm_schemes=[alibi]"]
+    assert shard_targets(shard) == ["evaluate", "evaluate_lm"]
+    user = ["profile=quick", "pe.schemes=[none,rope]", "+pe.selected.x=y", "length_tasks=[reverse]", "seeds=[0]",
+            "lm.train.steps=10"]
+    assert without_keys(user, {"pe", "length_tasks", "lm_schemes"}) == ["profile=quick", "seeds=[0]",
+                                                                      "lm.train.steps=10"]
+
+
+def test_parallel_asks_for_the_profile_before_it_runs_anything(tmp_path):
+    from pelab.parallel import run_in_parallel
+
+    with pytest.raises(ValueError, match=r"name the profile among the overrides \(e.g. profile=full\)"):
+        run_in_parallel(["pe=[rope]"], 2, cwd=tmp_path)

@@ -1,12 +1,15 @@
 """A study's stages several at a time on one machine, through DVC itself (`pelab parallel`).
 
-The schemes of every study in the composed params are dealt round-robin into ``workers`` shards; each shard is
-queued as one experiment (`dvc exp run --queue`, the shard's schemes as `-S` overrides) and `dvc queue start -j
-workers` runs them at once, each worker limited to its share of the CPU threads (``OMP_NUM_THREADS``). Every
-stage a shard finishes lands in DVC's run cache, which the queue's temporary workspaces share with this one, so
-the final `dvc exp run` of the whole study in the workspace restores every training and evaluation stage from it
-and runs only what spans the schemes (aggregate, report). Nothing is trained twice: a stage is restored if its
-command, dependencies and params match; a shard that failed leaves its stages to the final run, which trains them.
+1. The prepare stages run once, in the workspace (`dvc exp run OVERRIDES prepare …`), so that every shard trains
+   from the same prepared data.
+2. The schemes of every study in the composed params are dealt round-robin into ``workers`` shards; each shard is
+   queued as one experiment that trains and evaluates its schemes (`dvc exp run --queue`, the shard's schemes as
+   `-S` overrides, the evaluation stages as targets), and `dvc queue start -j workers` runs them at once, each
+   worker limited to its share of the CPU threads (``OMP_NUM_THREADS``).
+3. Every stage a shard finishes lands in DVC's run cache, which the queue's temporary workspaces share with this
+   one, so the final `dvc exp run OVERRIDES` of the whole study restores each training and evaluation stage from
+   it and runs what spans the schemes: aggregate and report. A stage is restored only if its command,
+   dependencies and params match; a shard that failed leaves its stages to the final run, which trains them.
 """
 
 from __future__ import annotations
@@ -19,13 +22,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-# (the composed params' list of schemes, the override that selects a subset, the override that drops the study)
+# per study: its schemes in the composed params, the override that selects a subset, the one that leaves the
+# study out, and its prepare and evaluation stage groups in dvc.yaml
 STUDIES = (
-    (lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]"),
-    (lambda p: p.get("length_schemes", []) if p.get("length_tasks") else [], "length_schemes", "length_tasks=[]"),
-    (lambda p: p.get("lm_schemes", []) if p.get("lm_tasks") else [], "lm_schemes", "lm_tasks=[]"),
+    (lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]", "prepare", "evaluate"),
+    (lambda p: p.get("length_schemes", []) if p.get("length_tasks") else [], "length_schemes", "length_tasks=[]",
+     "prepare_length", "evaluate_length"),
+    (lambda p: p.get("lm_schemes", []) if p.get("lm_tasks") else [], "lm_schemes", "lm_tasks=[]",
+     "prepare_lm", "evaluate_lm"),
 )
 RAN_STAGE = re.compile(r"Running stage '([^']+)'")
+DONE = ("Success", "Failed")
 
 
 def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
@@ -36,61 +43,94 @@ def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
         raise ValueError(f"workers must be >= 1, got {workers}")
     shards: list[dict[str, list[str]]] = [{} for _ in range(workers)]
     turn = 0
-    for schemes_of, key, _ in STUDIES:
+    for schemes_of, key, *_ in STUDIES:
         for scheme in schemes_of(composed):
             shards[turn % workers].setdefault(key, []).append(scheme)
             turn += 1
-    return [[f"{key}=[{','.join(shard[key])}]" if key in shard else drop for _, key, drop in STUDIES]
+    return [[f"{key}=[{','.join(shard[key])}]" if key in shard else drop for _, key, drop, *_ in STUDIES]
             for shard in shards if shard]
 
 
+def shard_targets(shard: Sequence[str]) -> list[str]:
+    """The evaluation stage groups a shard runs (with their training and prepare stages upstream)."""
+    return [evaluate for _, key, _, _, evaluate in STUDIES if any(o.startswith(f"{key}=[") for o in shard)]
+
+
+def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:
+    """``overrides`` less those that set one of ``keys`` or a value below it (`pe.schemes=…` is below `pe`), which
+    would otherwise win over the shard's own choice (Hydra applies value overrides after group choices)."""
+    def key(override: str) -> str:
+        return override.split("=", 1)[0].lstrip("+~")
+
+    return [o for o in overrides if not any(key(o) == k or key(o).startswith(f"{k}.") for k in keys)]
+
+
 def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".", poll_s: float = 5.0,
-                    echo: Callable[[str], None] = print) -> list[str]:
-    """Queue the shards, run them ``workers`` at a time, then reproduce the whole study in the workspace; returns
-    the stages that final run executed (the ones no shard had finished: aggregate and report when all went well)."""
+                    timeout_h: float = 24.0, echo: Callable[[str], None] = print) -> list[str]:
+    """Prepare, run the shards ``workers`` at a time, then reproduce the whole study in the workspace; returns the
+    stages that final run executed (aggregate and report when every shard finished)."""
     from pelab.compose import compose_params
 
+    if not any(o.startswith("profile=") for o in overrides):
+        raise ValueError(f"name the profile among the overrides (e.g. profile=full), got {list(overrides)}: without "
+                         "one the shards and the final run could read different params")
     cwd = Path(cwd)
     composed = compose_params(cwd / "conf", list(overrides))
     shards = shard_overrides(composed, workers)
+    prepare = [group for schemes_of, _, _, group, _ in STUDIES if schemes_of(composed)]
+    echo(f"prepare once: dvc exp run {' '.join(_flags(overrides))} {' '.join(prepare)}")
+    _dvc(["exp", "run", *_flags(overrides), *prepare], cwd, tee=echo)
+
     tag = time.strftime("%Y%m%d-%H%M%S")
     names = [f"shard-{tag}-{k}" for k in range(len(shards))]
     for name, shard in zip(names, shards):
         echo(f"queue {name}: {' '.join(shard)}")
-        keys = {o.split("=", 1)[0] for o in shard}  # the shard's own choice replaces the user's (Hydra refuses twice)
-        mine = [o for o in overrides if o.split("=", 1)[0] not in keys]
-        _dvc(["exp", "run", "--queue", "-n", name, *_flags([*mine, *shard])], cwd)
+        mine = without_keys(overrides, {o.split("=", 1)[0] for o in shard})
+        _dvc(["exp", "run", "--queue", "-n", name, *_flags([*mine, *shard]), *shard_targets(shard)], cwd)
     threads = max(1, (os.cpu_count() or 1) // len(shards))
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
-    _dvc(["queue", "start", "-j", str(len(shards))], cwd, env)
-    status = ""
+    _dvc(["queue", "start", "-j", str(len(shards))], cwd, env=env)
+    finished = False
     try:
-        while True:
-            status = _dvc(["queue", "status"], cwd)
-            if not any(word in status for word in ("Queued", "Running")):
-                break
-            time.sleep(poll_s)
+        status = _wait_for(names, cwd, poll_s, deadline=time.time() + 3600 * timeout_h)
+        finished = True
     finally:
-        _dvc(["queue", "stop"], cwd)
-    failed = [name for name in names if re.search(rf"{re.escape(name)}\s.*Failed", status)]
+        _dvc(["queue", "stop", *([] if finished else ["--kill"])], cwd, check=False)
+    failed = [name for name in names if status[name] == "Failed"]
     if failed:
         echo(f"note: {', '.join(failed)} failed (`dvc queue logs NAME`); the final run trains what they left")
     echo(f"reproduce the whole study: dvc exp run {' '.join(_flags(overrides))}")
-    log = _dvc(["exp", "run", *_flags(overrides)], cwd, tee=echo)
-    return RAN_STAGE.findall(log)
+    return RAN_STAGE.findall(_dvc(["exp", "run", *_flags(overrides)], cwd, tee=echo))
+
+
+def _wait_for(names: Sequence[str], cwd: Path, poll_s: float, deadline: float) -> dict[str, str]:
+    """Poll `dvc queue status` until each of ``names`` shows Success or Failed; their statuses."""
+    while True:
+        lines = _dvc(["queue", "status"], cwd).splitlines()
+        status = {name: next((line.split()[-1] for line in lines if name in line.split()), "") for name in names}
+        if all(s in DONE for s in status.values()):
+            return status
+        if time.time() > deadline:
+            raise ValueError(f"the shards did not finish within the time allowed: {status}")
+        time.sleep(poll_s)
 
 
 def _flags(overrides: Sequence[str]) -> list[str]:
     return [arg for override in overrides for arg in ("-S", override)]
 
 
-def _dvc(args: list[str], cwd: Path, env: dict[str, str] | None = None,
-         tee: Callable[[str], None] | None = None) -> str:
-    done = subprocess.run(["dvc", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if tee is not None:
-        for line in done.stdout.splitlines():
-            tee(line)
-    if done.returncode != 0:
-        message = (done.stderr.strip() or done.stdout.strip()).splitlines()
-        raise ValueError(f"dvc {' '.join(args)} failed (exit {done.returncode}): {message[-1] if message else ''}")
-    return done.stdout
+def _dvc(args: list[str], cwd: Path, env: dict[str, str] | None = None, tee: Callable[[str], None] | None = None,
+         check: bool = True) -> str:
+    """Run `dvc ARGS`; its output, echoed line by line as it comes when ``tee`` is given."""
+    with subprocess.Popen(["dvc", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if tee is not None:
+                tee(line.rstrip("\n"))
+    output = "".join(lines)
+    if check and proc.returncode != 0:
+        last = output.strip().splitlines()
+        raise ValueError(f"dvc {' '.join(args)} failed (exit {proc.returncode}): {last[-1] if last else ''}")
+    return output

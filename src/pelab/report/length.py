@@ -132,8 +132,10 @@ def section(ctx: ReportContext) -> list[str]:
         f"blank positions after the input (Ruoss et al. 2023); `<problem>_causal` use a decoder-only model with a "
         f"causal mask that generates the answer after a separator, greedily, from its own outputs (Kazemnejad et "
         f"al. 2023). Model: {cfg.model.n_layers} layers, d = {cfg.model.d_model}, {cfg.model.n_heads} heads; "
-        f"{cfg.train.steps} steps of {cfg.train.batch_size} sequences of one length each, drawn uniformly from "
-        f"1..N; the same data, batch order and initial weights for every scheme (seeds pair across schemes).",
+        f"{cfg.train.steps} steps of {cfg.train.batch_size} sequences of one length each, the length drawn "
+        f"uniformly from 1..N by one schedule that every seed shares (so a scheme's seeds train as one stack; the "
+        f"spread over seeds leaves out the variance of the length order), the sequences and initial weights by the "
+        f"seed; the same data, batch order and initial weights for every scheme (seeds pair across schemes).",
         "",
         *(["**Choices that could favour a scheme.** " + " ".join(notes), ""] if notes else []),
         f"Mean token accuracy over the trained lengths (in) and beyond them (beyond, N+1..M; each length weighted "

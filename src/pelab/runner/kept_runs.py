@@ -24,7 +24,7 @@ from pelab import io
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
-NOT_TRAINING = ("report", "probe")  # subpackages of pelab that no training stage runs
+NOT_TRAINING = ("report", "probe", "cli.py", "parallel.py")  # parts of pelab that no training stage runs
 
 
 def fingerprint(data_dir: str | Path) -> str:

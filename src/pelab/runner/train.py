@@ -54,8 +54,9 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     ``stack``: train the seeds together as one vectorised model (``training.stacking``), if the task allows it
     (``Task.vectorises``). None (auto): on CUDA always; on the CPU only for tasks whose batches need no padding
     to stack (padding the translation seeds' batches to one length costs more than stacking saves there:
-    benchmarks/results/quick_profile.md) and that do not opt out (``Task.stack_on_cpu``: the LM study). Otherwise the
-    seeds train one after another.
+    benchmarks/results/quick_profile.md), that do not opt out (``Task.stack_on_cpu``: the LM study) and where
+    training draws no random numbers (the randomized schemes: stacked, adding a seed would retrain the stack).
+    Otherwise the seeds train one after another.
 
     ``kept``: a folder for this (task, scheme) (``runner.kept_runs``): a seed whose run is kept there, trained
     from exactly what it would be trained from now, is restored instead of trained; every run trained here is
@@ -79,12 +80,12 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 "options": to_dict(options), "info": info, "precision": precision(dev)}
     if store is not None:
         identity["fingerprint"] = fingerprint(data_dir)
-    if stack is None:
-        stack = dev.type == "cuda" or (task.batch_padding is None and task.stack_on_cpu)
-    stack = stack and task.vectorises
     # where training draws random numbers (dropout, randomized positions), a seed's draws depend on the stack it
     # trains in (vmap's per-seed streams): a kept run is then restored only if it trained in the same stack
     draws = getattr(cfg.model, "dropout", 0.0) > 0 or draws_positions(scheme)
+    if stack is None:  # on the CPU not where training draws: there adding a seed trains only that seed
+        stack = dev.type == "cuda" or (task.batch_padding is None and task.stack_on_cpu and not draws)
+    stack = stack and task.vectorises
 
     def stack_of(seed: int) -> list[int] | None:
         return (list(seeds) if stack else [seed]) if draws else None

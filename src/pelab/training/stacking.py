@@ -16,8 +16,8 @@ What each seed keeps exactly, so that seed k inside the stack is the run the loo
 * its dropout: vmap draws independent masks per seed (``randomness="different"``) from one generator seeded
   by the first seed. They are reproducible, and independent across seeds, but they are not the masks of the
   seed's run alone (vmap has no per-seed generator), so with dropout > 0 a stacked seed is a different - equally
-  valid - sample than its run alone. With dropout 0 (the copy study) the two agree to float tolerance
-  (``tests/test_training_loop.py``).
+  valid - sample than its run alone. With dropout 0 and no randomized positions (copy, the length study's
+  deterministic schemes) the two agree to float tolerance (``tests/test_training_loop.py``).
 """
 
 from __future__ import annotations
