@@ -19,17 +19,28 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# per study: its schemes in the composed params, the override that selects a subset, the one that leaves the
-# study out, and its prepare and evaluation stage groups in dvc.yaml
+
+@dataclass(frozen=True)
+class Study:
+    """One study of the composed params, as the shards see it."""
+
+    schemes_of: Callable[[dict[str, Any]], list[str]]  # its schemes in the composed params ([] when it is off)
+    key: str  # the override that selects a subset of its schemes
+    drop: str  # the override that leaves it out
+    prepare: str  # its prepare and evaluation stage groups in dvc.yaml
+    evaluate: str
+
+
 STUDIES = (
-    (lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]", "prepare", "evaluate"),
-    (lambda p: p.get("length_schemes", []) if p.get("length_tasks") else [], "length_schemes", "length_tasks=[]",
-     "prepare_length", "evaluate_length"),
-    (lambda p: p.get("lm_schemes", []) if p.get("lm_tasks") else [], "lm_schemes", "lm_tasks=[]",
-     "prepare_lm", "evaluate_lm"),
+    Study(lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]", "prepare", "evaluate"),
+    Study(lambda p: p.get("length_schemes", []) if p.get("length_tasks") else [], "length_schemes",
+          "length_tasks=[]", "prepare_length", "evaluate_length"),
+    Study(lambda p: p.get("lm_schemes", []) if p.get("lm_tasks") else [], "lm_schemes", "lm_tasks=[]",
+          "prepare_lm", "evaluate_lm"),
 )
 RAN_STAGE = re.compile(r"Running stage '([^']+)'")
 DONE = ("Success", "Failed")
@@ -43,17 +54,17 @@ def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
         raise ValueError(f"workers must be >= 1, got {workers}")
     shards: list[dict[str, list[str]]] = [{} for _ in range(workers)]
     turn = 0
-    for schemes_of, key, *_ in STUDIES:
-        for scheme in schemes_of(composed):
-            shards[turn % workers].setdefault(key, []).append(scheme)
+    for study in STUDIES:
+        for scheme in study.schemes_of(composed):
+            shards[turn % workers].setdefault(study.key, []).append(scheme)
             turn += 1
-    return [[f"{key}=[{','.join(shard[key])}]" if key in shard else drop for _, key, drop, *_ in STUDIES]
+    return [[f"{s.key}=[{','.join(shard[s.key])}]" if s.key in shard else s.drop for s in STUDIES]
             for shard in shards if shard]
 
 
 def shard_targets(shard: Sequence[str]) -> list[str]:
     """The evaluation stage groups a shard runs (with their training and prepare stages upstream)."""
-    return [evaluate for _, key, _, _, evaluate in STUDIES if any(o.startswith(f"{key}=[") for o in shard)]
+    return [s.evaluate for s in STUDIES if any(o.startswith(f"{s.key}=[") for o in shard)]
 
 
 def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:
@@ -77,7 +88,7 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
     cwd = Path(cwd)
     composed = compose_params(cwd / "conf", list(overrides))
     shards = shard_overrides(composed, workers)
-    prepare = [group for schemes_of, _, _, group, _ in STUDIES if schemes_of(composed)]
+    prepare = [s.prepare for s in STUDIES if s.schemes_of(composed)]
     echo(f"prepare once: dvc exp run {' '.join(_flags(overrides))} {' '.join(prepare)}")
     _dvc(["exp", "run", *_flags(overrides), *prepare], cwd, tee=echo)
 

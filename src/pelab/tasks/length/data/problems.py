@@ -47,15 +47,6 @@ class Problem:
         """sources (B, source_length(n)) -> question (B, question_length(n)), answer (B, answer_length(n))."""
         raise NotImplementedError
 
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other)
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
 
 class Reverse(Problem):
     name = "reverse"
