@@ -1,5 +1,6 @@
 """Stage aggregate: training and evaluation records of this study's runs -> one table, the key
-metrics (one small file per task and scheme), a summary of every headline statistic, plot data."""
+metrics (one small file per task and scheme), a summary of every headline statistic, plot data, and the study's
+params as plain data for the report (reports/study.json)."""
 
 from pathlib import Path
 
@@ -18,11 +19,12 @@ from pelab.params import load_params
 @click.option("--summary", "summary_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--records", "records_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--plots", "plots_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--study", "study_path", required=True, type=click.Path(dir_okay=False))
 @one_line_errors
 def main(params_path: str, runs_dir: str, results_dir: str, metrics_dir: str, summary_path: str,
-         records_path: str, plots_dir: str) -> None:
+         records_path: str, plots_dir: str, study_path: str) -> None:
     aggregate(load_params(params_path, check_cuda=False), Path(runs_dir), Path(results_dir), Path(metrics_dir),
-              Path(summary_path), Path(records_path), Path(plots_dir))
+              Path(summary_path), Path(records_path), Path(plots_dir), Path(study_path))
 
 
 if __name__ == "__main__":

@@ -11,11 +11,13 @@ import torch
 from torch.testing import assert_close
 
 from pelab.positional.functional import sinusoidal_table
+from pelab.probe import captures
 from pelab.report.analyses import attention, distance_decay, invariants, learned_table, shift_property, similarity
 from pelab.report.analyses.anchors import ANCHORS, anchors_table
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
+from pelab.tasks.copy.task import example_row, token_labels
 
 WAYS = shift_property.SHIFT_WAYS
 TASK = CopyTaskConfig(context=20, long_context=40)
@@ -103,15 +105,15 @@ def test_raw_rope_score_and_roformer_bound() -> None:
 def test_layer0_scores_are_the_logits_of_the_model_attention() -> None:
     """softmax of the layer-0 scores reproduces the model's own layer-0 attention weights."""
     model = copy_model("sinusoidal")
-    tokens, _ = attention.copy_example(TASK)
-    scores = distance_decay.layer0_scores(model, TASK.context, tokens)
-    weights, _ = attention.attention_maps(model, tokens)
+    tokens, _ = example_row(TASK)
+    scores = captures.layer0_scores(model, TASK.context, tokens)
+    weights, _ = captures.attention_maps(model, tokens)
     assert_close(scores.softmax(-1), weights[0], rtol=1e-5, atol=1e-6)
 
 
 def test_projection_breaks_the_relative_property_of_sinusoidal_but_not_of_rope() -> None:
-    sinusoidal = distance_decay.layer0_scores(copy_model("sinusoidal"), TASK.context)
-    rope = distance_decay.same_token_scores(copy_model("rope"), TASK.context, list(range(TASK.n_digits)))
+    sinusoidal = captures.layer0_scores(copy_model("sinusoidal"), TASK.context)
+    rope = captures.same_token_scores(copy_model("rope"), TASK.context, list(range(TASK.n_digits)))
     assert distance_decay.relative_only_spread(sinusoidal) > 0.05
     assert distance_decay.relative_only_spread(rope) < 1e-5
     delta, mean, low, high = distance_decay.scores_by_offset(rope)
@@ -172,8 +174,8 @@ def test_mds_recovers_a_planar_table_and_the_offset_correlation() -> None:
 
 # Attention maps ---------------------------------------------------------------------------------------
 def test_copy_example_is_the_posts_example_padded_to_the_context() -> None:
-    tokens, target = attention.copy_example(TASK)
-    assert attention.token_labels(tokens, TASK)[:6] == ["7", "1", "8", "2", "<copy>", "_"]
+    tokens, target = example_row(TASK)
+    assert token_labels(tokens, TASK)[:6] == ["7", "1", "8", "2", "<copy>", "_"]
     assert tokens.shape == (TASK.context,)
     assert target[:9].tolist() == [7, 1, 8, 2, TASK.copy_token, 7, 1, 8, 2]
     assert (target[9:] == TASK.pad_token).all()
@@ -181,8 +183,8 @@ def test_copy_example_is_the_posts_example_padded_to_the_context() -> None:
 
 @pytest.mark.parametrize("scheme", ["none", "sinusoidal", "rope", "alibi", "t5"])
 def test_attention_maps_are_distributions(scheme: str) -> None:
-    tokens, _ = attention.copy_example(TASK)
-    weights, predicted = attention.attention_maps(copy_model(scheme), tokens)
+    tokens, _ = example_row(TASK)
+    weights, predicted = captures.attention_maps(copy_model(scheme), tokens)
     assert weights.shape == (MODEL.n_layers, MODEL.n_heads, TASK.context, TASK.context)
     assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
     assert (weights >= 0).all() and predicted.shape == (TASK.context,)
@@ -228,6 +230,8 @@ class TinyCorpus:
 
 
 def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
+    """Evaluation captures the example's attention (``example_captures``); the report draws it and the learned
+    tables from files alone."""
     import json
     from dataclasses import asdict
 
@@ -236,7 +240,9 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
 
     from pelab.report.analyses import translation_analyses
     from pelab.report.context import ReportContext
+    from pelab.report.study import Study
     from pelab.tasks.translation.config import Seq2SeqConfig
+    from pelab.tasks.translation.evaluate import example_captures, seq2seq_attention_maps
     from pelab.tasks.translation.model import build_seq2seq_model
 
     cfg = Seq2SeqConfig(d_model=16, encoder_layers=1, decoder_layers=2, n_heads=2, d_ff=32, dropout=0.0)
@@ -245,12 +251,18 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
         run = tmp_path / "runs" / "translation" / scheme / "seed_0"
         run.mkdir(parents=True)
         options = asdict(params.task("translation").options(scheme))
-        torch.save(build_seq2seq_model(scheme, 40, cfg, options, 0).state_dict(), run / "model.pt")
+        model = build_seq2seq_model(scheme, 40, cfg, options, 0)
+        torch.save(model.state_dict(), run / "model.pt")
         (run / "run.json").write_text(json.dumps({"task": "translation", "scheme": scheme, "seed": 0,
                                                   "model": asdict(cfg), "options": options,
                                                   "info": {"vocab_size": 40, "max_length": 41}}))
+        result = tmp_path / "results" / "translation" / scheme / "seed_0"
+        result.mkdir(parents=True)
+        captured = example_captures(params.task("translation"), model, TinyCorpus())
+        assert captured["src_labels"] == ["t5", "t6", "t7", "t8", "t3"] and captured["tgt_labels"][0] == "t2"
+        torch.save(captured, result / "probe.pt")
     model = build_seq2seq_model("rope", 40, cfg, None, 0)
-    maps = attention.seq2seq_attention_maps(model, torch.tensor([5, 6, 7, 3]), torch.tensor([2, 9, 10]))
+    maps = seq2seq_attention_maps(model, torch.tensor([5, 6, 7, 3]), torch.tensor([2, 9, 10]))
     assert maps["encoder self"].shape == (1, 2, 4, 4)
     assert maps["decoder self"].shape == (2, 2, 3, 3) and maps["cross"].shape == (2, 2, 3, 4)
     for weights in maps.values():
@@ -258,16 +270,15 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     assert float(maps["decoder self"].triu(1).abs().max()) == 0.0  # causal
 
     records, curves = pd.DataFrame(columns=["task"]), pd.DataFrame()
-    ctx = ReportContext(params, records, curves, tmp_path / "runs", None, None, tmp_path / "figures")
-    ctx.translation_data = TinyCorpus()
+    ctx = ReportContext(Study(params.to_dict()), records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "figures")
     ctx.figures_dir.mkdir()
     lines = translation_analyses.section(ctx)
     text = "\n".join(lines)
-    assert "encoder self, within ±1" in text and "`rope`" in text
+    assert "encoder self, within ±1" in text and "`rope`" in text and "“un deux trois quatre”" in text
     for name in ("translation_pe_tables.png", "translation_learned_mds.png", "translation_attention_learned.png",
                  "translation_attention_rope.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
-    empty = ReportContext(params, records, curves, tmp_path / "nothing", None, None, tmp_path / "figures")
+    empty = ReportContext(Study(params.to_dict()), records, curves, tmp_path / "nothing", None, tmp_path / "figures")
     assert translation_analyses.section(empty) == []
 
 

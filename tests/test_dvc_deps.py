@@ -3,7 +3,7 @@ of the stage's script, so an edit to any module a stage runs re-runs that stage 
 
 What a stage executes, read from the imports (module level and inside functions, never ``if TYPE_CHECKING``):
 
-* a task's ``evaluate`` and ``probe`` methods import evaluation code (its evaluate.py, ``pelab.probe``): followed
+* a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py, ``pelab.probe``): followed
   for evaluation stages only (training stages must not depend on it: editing evaluation never retrains);
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only
   the stage's scheme's is followed (and ``none``, the cross-attention scheme);
@@ -36,7 +36,7 @@ def task_package(task: str) -> str:
 
 
 TASK_PACKAGES = {task_package(t) for t in TASKS}
-EVALUATION_METHODS = ("evaluate", "probe")  # a task's methods that only evaluation stages run
+EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
 
 
 def module_file(name: str) -> Path | None:
@@ -148,3 +148,18 @@ def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_
         str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/evaluate.py", "copy", "rope", True)}
     assert "src/pelab/tasks/copy/evaluate.py" not in {
         str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "copy", "rope", False)}
+
+
+def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
+    """The report runs no model: no module under report/ imports the runner, a task or params (whose validation
+    runs task code; it reads reports/study.json instead), and its stage depends on neither data/ nor the model,
+    task, training or probe code."""
+    report = next(stage for name, stage, _ in STAGES if name == "report")
+    code = ("src/pelab/runner", "src/pelab/tasks", "src/pelab/model", "src/pelab/training", "src/pelab/probe",
+            "src/pelab/params.py")
+    assert not any(dep == "data" or dep.startswith(("data/", *code)) for dep in report["deps"])
+    assert "--data" not in report["cmd"] and "reports/study.json" in report["deps"]
+    for path in sorted((SRC / "pelab/report").rglob("*.py")):
+        reached = imports(path, evaluation=True)
+        assert not any(name.startswith(("pelab.runner", "pelab.tasks", "pelab.params", "pelab.model",
+                                        "pelab.training", "pelab.probe")) for name in reached), (path, reached)

@@ -127,3 +127,29 @@ def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():
     assert list(lines) == scheme_names()
     assert lines["t5"].endswith("options: num_buckets=32, max_distance=128")
     assert lines["alibi"].endswith("options: -")
+
+
+def test_the_report_reads_the_study_as_the_params_hold_it(repo_root, tmp_path):
+    """reports/study.json (``Params.to_dict``, written by aggregate) read back by the report (``Study``) gives every
+    list, every task's sections and every scheme's options as the validated params hold them, at the full profile
+    (every task and scheme) and through JSON."""
+    import json
+    from dataclasses import asdict
+
+    from pelab.params import parse_params
+    from pelab.report.study import Study
+
+    params = parse_params(compose_params(repo_root / "conf", []), check_cuda=False)
+    study = Study(json.loads(json.dumps(params.to_dict())))
+    for name in ("profile", "schemes", "tasks", "seeds", "reference", "length_tasks", "length_schemes", "lm_tasks",
+                 "lm_schemes", "main_tasks"):
+        assert getattr(study, name) == getattr(params, name), name
+    assert len(params.tasks) >= 9 and study.schemes_of("lm") == params.schemes_of("lm")
+    for task in params.tasks:
+        cfg, view = params.task(task), study.task(task)
+        assert view.data.__dict__.keys() == asdict(cfg.data).keys()
+        assert view.model.d_model == cfg.model.d_model and view.train.steps == cfg.train.steps
+        for scheme in cfg.positional:
+            assert asdict(view.options(scheme)) == {k: list(v) if isinstance(v, tuple) else v
+                                                    for k, v in asdict(cfg.options(scheme)).items()}, (task, scheme)
+    assert study.task("translation").eval.decode.beam_size == params.task("translation").eval.decode.beam_size

@@ -102,3 +102,35 @@ def test_every_scheme_gives_finite_diagnostics_in_and_beyond(scheme):
     for length in (6, 24):
         got = by_metric(rows, length)
         assert 0 < got["attn_entropy_norm"] <= 1 + 1e-6 and 0 <= got["first_token_share"] <= 1
+
+
+@pytest.mark.parametrize("scheme", ["none", "sinusoidal", "rope", "alibi", "rand_rope"])
+def test_the_copy_captures_hold_what_the_report_draws_for_every_scheme(scheme):
+    """What evaluation saves as probe.pt for a copy run: the post's example row with labels, the attention of every
+    layer and head (rows sum to 1), the prediction, and layer 0's logits, whose softmax on the example is layer 0's
+    attention where no logit bias is added (none, sinusoidal, rope)."""
+    from pelab.probe.captures import layer0_scores
+    from pelab.tasks.copy.config import CopyDataConfig
+    from pelab.tasks.copy.model import build_copy_model
+    from pelab.tasks.copy.task import CopyTask
+
+    data = CopyDataConfig(context=12, max_len=5, long_context=24, long_min_len=6, long_max_len=11)
+    model = build_copy_model(scheme, data.vocab_size, CFG, scheme_options(scheme), 0).eval()
+
+    class Cfg:  # the part of the task config the captures read
+        pass
+
+    cfg = Cfg()
+    cfg.data = data
+    got = CopyTask().captures(cfg, model, None, torch.device("cpu"))
+    assert got["labels"] == ["7", "1", "8", "2", "<copy>"] + ["_"] * 7
+    assert got["target"][:9].tolist() == [7, 1, 8, 2, data.copy_token, 7, 1, 8, 2]
+    assert got["attention"].shape == (CFG.n_layers, CFG.n_heads, 12, 12)
+    torch.testing.assert_close(got["attention"].sum(-1), torch.ones(CFG.n_layers, CFG.n_heads, 12))
+    assert got["predicted"].shape == (12,) and len(got["predicted_labels"]) == 12
+    assert got["layer0_positions"].shape == got["layer0_same_token"].shape == (CFG.n_heads, 12, 12)
+    if scheme in ("none", "sinusoidal", "rope"):
+        torch.testing.assert_close(layer0_scores(model, 12, got["tokens"]).softmax(-1), got["attention"][0],
+                                   rtol=1e-5, atol=1e-6)
+    if scheme == "none":  # no position signal: layer 0 sees the same (zero) input everywhere, one score per head
+        assert float(got["layer0_positions"].std(dim=(-2, -1)).max()) < 1e-6

@@ -598,6 +598,7 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     from pelab.compose import compose_params
     from pelab.params import load_params
     from pelab.report.context import ReportContext
+    from pelab.report.study import Study
     from pelab.report.translation import section as translation_section
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run
@@ -626,6 +627,10 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
             values = overall[(overall["split"] == split) & (overall["metric"] == metric)]["value"]
             assert len(values) == 2 and values.between(0, 100).all(), (split, metric)
     assert set(records["length"]) >= {"all", "1-10"}
+    captured = torch.load(tmp_path / "results/translation/rope/seed_1/probe.pt", weights_only=True)
+    source, target = len(captured["src_labels"]), len(captured["tgt_labels"])
+    assert captured["split"] == "test_2016_flickr" and captured["index"] == 0  # the first example, headline split
+    assert captured["attention"]["cross"].shape[-2:] == (target, source)
     examples = io.read_jsonl(tmp_path / "results/translation/rope/seed_1/examples.jsonl")
     assert [e["index"] for e in examples] == [0, 3]
     assert examples[0]["reference"] == "A man in an orange hat starring at something."
@@ -654,8 +659,7 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     all_records = pd.read_csv(tmp_path / "records.csv", dtype={"length": str})
     curves = pd.read_csv(tmp_path / "plots/curves_per_seed.csv")
     (tmp_path / "fig").mkdir()
-    ctx = ReportContext(params, all_records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "data",
-                        tmp_path / "fig")
+    ctx = ReportContext(Study(params.to_dict()), all_records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "fig")
     text = "\n".join(translation_section(ctx))
     assert "## Translation (French → English)" in text and "Profile **smoke**" in text
     assert "nrefs:1|case:mixed|eff:no|tok:13a" in text

@@ -99,9 +99,10 @@ def curve_means(curves: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: Path, summary_path: Path,
-              records_path: Path, plots_dir: Path) -> None:
+              records_path: Path, plots_dir: Path, study_path: Path | None = None) -> None:
     """Write metrics_dir/<task>/<scheme>.json (key metrics), summary_path (every headline statistic),
-    records_path (every record) and plots_dir (curves for ``dvc plots``)."""
+    records_path (every record), plots_dir (curves for ``dvc plots``) and study_path (the study's params as plain
+    data, ``Params.to_dict``: what the report reads instead of running the params' task code)."""
     records = load_records(params, runs_root, results_root)
     curves = load_curves(params, runs_root)
     summary = summary_table(records)
@@ -110,6 +111,8 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
             for scheme, entry in schemes.items():
                 io.write_json(tmp / task / f"{scheme}.json", entry)
     io.write_json(summary_path, summary)
+    if study_path is not None:
+        io.write_json(study_path, params.to_dict())
     records_path.parent.mkdir(parents=True, exist_ok=True)
     records.to_csv(records_path, index=False)
     with io.atomic_dir(plots_dir) as tmp:

@@ -12,6 +12,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+# A run's directory (``runs/<task>/<scheme>/seed_<k>/``, ``pelab.runner.checkpoint``) and its evaluation's
+# (``results/<task>/<scheme>/seed_<k>/``): the file names every reader shares.
+RUN_FILE, WEIGHTS = "run.json", "model.pt"
+PROBE_FILE = "probe.pt"  # the per-run probe's captures (``pelab.probe.captures``), beside records.jsonl
+
+
+def run_dir(root: str | Path, task: str, scheme: str, seed: int) -> Path:
+    """``root/<task>/<scheme>/seed_<seed>``: a run under ``runs/``, its evaluation under ``results/``."""
+    return Path(root) / task / scheme / f"seed_{seed}"
+
 
 @contextmanager
 def atomic_dir(path: str | Path):

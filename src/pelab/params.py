@@ -7,7 +7,7 @@ one line naming the key and the valid choices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,19 @@ class Params:
         if name not in self.task_configs:
             raise ValueError(f"task {name!r} is not in this study's tasks; valid choices: {', '.join(self.tasks)}")
         return self.task_configs[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The study as plain data (JSON): every list above and each task's resolved sections and scheme options,
+        what the aggregate stage writes as ``reports/study.json`` for the report (``pelab.report.study``)."""
+        def task_dict(cfg: TaskConfig) -> dict[str, Any]:
+            return {**{s: asdict(getattr(cfg, s)) for s in ("data", "model", "train", "eval")},
+                    "positional": {scheme: asdict(options) for scheme, options in cfg.positional.items()}}
+
+        return {"profile": self.profile, "schemes": list(self.schemes), "tasks": list(self.tasks),
+                "seeds": list(self.seeds), "device": self.device, "reference": self.reference,
+                "length_tasks": list(self.length_tasks), "length_schemes": list(self.length_schemes),
+                "lm_tasks": list(self.lm_tasks), "lm_schemes": list(self.lm_schemes),
+                "task_configs": {name: task_dict(cfg) for name, cfg in self.task_configs.items()}}
 
 
 def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:

@@ -17,7 +17,6 @@ import torch
 from tqdm.auto import tqdm
 
 from pelab import io
-from pelab.params import Params
 from pelab.report import analyses, copy, diagnostics, length, lm, translation
 from pelab.report.analyses import (
     anchors,
@@ -32,6 +31,7 @@ from pelab.report.analyses import (
     translation_analyses,
 )
 from pelab.report.context import ReportContext
+from pelab.report.study import Study
 from pelab.report.style import setup
 from pelab.report.tables import FIVE_SEEDS
 
@@ -79,14 +79,14 @@ def header(ctx: ReportContext) -> list[str]:
 
 
 def build_report(
-    params: Params, records_path: Path, plots_dir: Path, runs_dir: Path, figures_dir: Path, out_path: Path,
-    results_dir: Path | None = None, data_dir: Path | None = None,
+    params: Study, records_path: Path, plots_dir: Path, runs_dir: Path, figures_dir: Path, out_path: Path,
+    results_dir: Path | None = None,
 ) -> None:
     setup()
     records = pd.read_csv(records_path, dtype={"length": str})
     curves = pd.read_csv(plots_dir / "curves_per_seed.csv")
     with io.atomic_dir(figures_dir) as tmp, torch.no_grad():
-        ctx = ReportContext(params, records, curves, runs_dir, results_dir, data_dir, tmp)
+        ctx = ReportContext(params, records, curves, runs_dir, results_dir, tmp)
         ctx.link = Path(figures_dir).name  # figures are drawn into a temporary directory, linked by their final name
         lines = header(ctx)
         for section in tqdm(SECTIONS, desc="report", unit="section", leave=False):

@@ -1,9 +1,9 @@
-"""What every report section reads, in one place: params, the tidy records and curves from ``reports/``,
-and trained models through the runner's one loader (``pelab.runner.checkpoint.load_run``)."""
+"""What every report section reads, in one place: params, the tidy records and curves from ``reports/``, each
+run's metadata and weights (``runs/``, as tensors) and what evaluation captured from its model (``results/``,
+``probe.pt``, ``pelab.probe.captures``). The report runs no model and reads no data."""
 
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -11,25 +11,24 @@ import pandas as pd
 import torch
 
 from pelab import io
-from pelab.params import Params
-from pelab.runner.checkpoint import RUN_FILE, load_run, run_dir
+from pelab.io import PROBE_FILE, RUN_FILE, WEIGHTS, run_dir
+from pelab.report.study import Study
 
 
 class ReportContext:
-    def __init__(self, params: Params, records: pd.DataFrame, curves: pd.DataFrame, runs_root: Path,
-                 results_root: Path | None, data_root: Path | None, figures_dir: Path) -> None:
+    def __init__(self, params: Study, records: pd.DataFrame, curves: pd.DataFrame, runs_root: Path,
+                 results_root: Path | None, figures_dir: Path) -> None:
         self.params = params
         self.records = records
         self.curves = curves
         self.runs_root = Path(runs_root)
         self.results_root = None if results_root is None else Path(results_root)
-        self.data_root = None if data_root is None else Path(data_root)
         self.figures_dir = Path(figures_dir)
         self.link = self.figures_dir.name
         self.schemes = list(params.schemes)
         self.seeds = list(params.seeds)
         self.seed = self.seeds[0]  # the run drawn in single-model figures
-        self._models: dict[tuple[str, str, int], torch.nn.Module] = {}
+        self._captures: dict[tuple[str, str, int], dict[str, Any] | None] = {}
 
     # configuration ---------------------------------------------------------------------------------
     def has_task(self, task: str) -> bool:
@@ -52,23 +51,29 @@ class ReportContext:
     def run_meta(self, task: str, scheme: str, seed: int) -> dict[str, Any]:
         return io.read_json(self.run_path(task, scheme, seed) / RUN_FILE)
 
-    def model(self, task: str, scheme: str, seed: int) -> torch.nn.Module:
-        key = (task, scheme, seed)
-        if key not in self._models:
-            self._models[key] = load_run(self.run_path(task, scheme, seed)).model
-        return self._models[key]
+    def weights(self, task: str, scheme: str, seed: int) -> dict[str, torch.Tensor]:
+        """The run's state dict, read as tensors (the learned tables' figures)."""
+        return torch.load(self.run_path(task, scheme, seed) / WEIGHTS, map_location="cpu", weights_only=True)
 
     def result_path(self, task: str, scheme: str, seed: int) -> Path | None:
         return None if self.results_root is None else run_dir(self.results_root, task, scheme, seed)
 
-    @cached_property
-    def translation_data(self):
-        """The prepared translation corpus (tokenizer, sentences), or None without ``data_root``."""
-        if self.data_root is None or not (self.data_root / "translation" / "meta.json").exists():
-            return None
-        from pelab.tasks.translation.data import load_prepared
+    def captures(self, task: str, scheme: str, seed: int) -> dict[str, Any] | None:
+        """What evaluation captured from the run's model (``pelab.probe.captures``), or None if it has none."""
+        key = (task, scheme, seed)
+        if key not in self._captures:
+            path = self.result_path(task, scheme, seed)
+            found = path is not None and (path / PROBE_FILE).exists()
+            self._captures[key] = torch.load(path / PROBE_FILE, weights_only=True) if found else None
+        return self._captures[key]
 
-        return load_prepared(self.data_root / "translation")
+    def fact(self, task: str, metric: str, split: str = "task") -> float:
+        """A value evaluation wrote once per run about the task itself (chance, row lengths; the same in every run)."""
+        found = self.records[(self.records["task"] == task) & (self.records["split"] == split)
+                             & (self.records["metric"] == metric)]["value"]
+        if found.empty:
+            raise ValueError(f"records hold no {split}/{metric} row for task {task!r}; re-run its evaluation")
+        return float(found.iloc[0])
 
     # figures ---------------------------------------------------------------------------------------
     def figure(self, name: str) -> Path:

@@ -59,15 +59,17 @@ ACCURACY, BY_LENGTH, LOSS = "copy_accuracy.png", "copy_accuracy_by_length.png", 
 
 
 def _n_per_length(ctx: ReportContext) -> list[str]:
-    """Sequences per length in each split of the prepared data (what the per-length numbers average over)."""
-    if ctx.data_root is None or not (ctx.data_root / "copy" / "dataset.pt").exists():
+    """Sequences per length in each split of the prepared data (what the per-length numbers average over), as the
+    copy evaluation recorded them (split ``data``)."""
+    counts = ctx.records[(ctx.records["task"] == "copy") & (ctx.records["split"] == "data")]
+    if counts.empty:
         return []
-    from pelab.tasks.copy.data import load, sequences_per_length
-
-    data = load(ctx.data_root / "copy")
-    counts = {name: sequences_per_length(data[name]) for name in ("train", "test", "test_long")}
-    lengths = sorted({n for split in counts.values() for n in split})
-    rows = [[str(n), *(str(counts[split].get(n, 0)) for split in counts)] for n in lengths]
+    counts = counts[(counts["pe"] == counts["pe"].iloc[0]) & (counts["seed"] == counts["seed"].iloc[0])]  # one run
+    table = counts.pivot_table(index="length", columns="metric", values="value", aggfunc="first")
+    table.index = table.index.astype(int)
+    columns = [f"sequences_{split}" for split in ("train", "test", "test_long")]
+    table = table.reindex(columns=columns).fillna(0).astype(int)
+    rows = [[str(n), *(str(v) for v in table.loc[n])] for n in sorted(table.index)]
     return ["Sequences per length (both splits stratified by length; a length with too few distinct sequences "
             "holds 20% of them out; training batches draw lengths uniformly):", "",
             markdown_table(["length L", "train", "held-out test", "longer test"], rows), ""]

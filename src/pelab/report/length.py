@@ -23,7 +23,6 @@ from pelab.report.context import ReportContext
 from pelab.report.style import save, scheme_palette
 from pelab.report.tables import markdown_table, seed_values
 from pelab.stats import summarize
-from pelab.tasks import get_task
 
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
@@ -33,9 +32,8 @@ def length_tasks(ctx: ReportContext) -> list[str]:
 
 
 def chance_level(ctx: ReportContext, task: str) -> float:
-    from pelab.tasks.length.data.problems import PROBLEMS
-
-    return 1.0 / PROBLEMS[get_task(task).problem].alphabet(ctx.cfg(task).data.n_symbols)
+    """Chance per answer symbol, as the task's evaluation recorded it."""
+    return ctx.fact(task, "chance")
 
 
 ROPE_VARIANTS = {"pi": "rope+PI", "ntk": "rope+NTK"}  # evaluation-time extensions of the rope runs
@@ -108,11 +106,11 @@ def section(ctx: ReportContext) -> list[str]:
     rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}", f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}",
                   f"{r['first']:.2f}"] for s, r in rank.iterrows()]
     notes = []
-    longest_trained = max(get_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.train_max) for t in tasks)
-    longest_eval = max(get_task(t).row_length(ctx.cfg(t).data, ctx.cfg(t).data.test_max) for t in tasks)
+    longest_trained = int(max(ctx.fact(t, "longest_trained_row") for t in tasks))
+    longest_eval = int(max(ctx.fact(t, "longest_eval_row") for t in tasks))
     notes += scheme_choices(ctx, tasks[0], schemes, Usage("the length study", longest_trained, longest_eval,
                                                           range(1, longest_trained)),
-                            causal=all(get_task(t).causal for t in tasks))
+                            causal=all(ctx.fact(t, "causal") == 1.0 for t in tasks))
     randomized = [s for s in schemes if draws_positions(s)]
     if variants:
         notes.append("`rope+PI` and `rope+NTK` are the `rope` runs scored beyond N with position interpolation "

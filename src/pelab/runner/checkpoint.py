@@ -20,14 +20,11 @@ from torch import nn
 
 from pelab import io
 from pelab.config import from_dict
+from pelab.io import RUN_FILE, WEIGHTS, run_dir
 from pelab.positional import scheme_options
 from pelab.tasks import get_task
 
-RUN_FILE, WEIGHTS = "run.json", "model.pt"
-
-
-def run_dir(runs_root: str | Path, task: str, scheme: str, seed: int) -> Path:
-    return Path(runs_root) / task / scheme / f"seed_{seed}"
+__all__ = ["RUN_FILE", "WEIGHTS", "LoadedRun", "load_run", "run_dir"]
 
 
 @dataclass

@@ -19,8 +19,9 @@ from pelab.tasks import get_task
 def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
                  device: str | None = None, data: Any = None) -> list[dict[str, Any]]:
     """Write ``out_dir/records.jsonl`` (tidy rows {task, pe, seed, split, length, metric, value}: the task's
-    evaluation, then the probe's diagnostics, ``pelab.probe``) on the device the run would train on; ``out_dir``
-    appears only when complete. Returns the rows.
+    evaluation, then the probe's diagnostics, ``pelab.probe``) and the task's captures for the report
+    (``probe.pt``, ``pelab.probe.captures``) on the device the run would train on; ``out_dir`` appears only when
+    complete. Returns the rows.
     ``data``: the task's loaded data, to skip reloading it when evaluating several runs."""
     run = load_run(run_path)
     task, cfg = get_task(run.task), params.task(run.task)
@@ -33,6 +34,9 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
         probe = task.probe(cfg, data)
         if probe is not None:
             rows += probe_rows(run.model, probe, dev)
+        captures = task.captures(cfg, run.model, data, dev)
+        if captures:
+            torch.save(captures, tmp / io.PROBE_FILE)
         ident = {"task": run.task, "pe": run.scheme, "seed": run.seed}
         rows = [{**ident, **row} for row in rows]
         rows.append({**ident, "split": "eval", "length": "all", "metric": "eval_time_s",

@@ -173,6 +173,11 @@ class Task(ABC):
         longest training row), or None for a task whose model the probe does not read (translation)."""
         return None
 
+    def captures(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device) -> dict[str, Any] | None:
+        """What the report draws from this run's model (attention on an example, layer-0 logits; tensors on the
+        CPU), saved by evaluation as ``probe.pt`` beside the records (``pelab.probe.captures``); None: nothing."""
+        return None
+
     @abstractmethod
     def evaluate(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
                  out_dir: Path) -> list[dict[str, Any]]:

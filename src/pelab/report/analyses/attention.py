@@ -1,6 +1,7 @@
-"""Attention maps on one copy example (copy-task post), and the attention maps other analyses read.
+"""Attention maps on one copy example (copy-task post), and the attention summaries other analyses read.
 
-Attention maps of a trained copy model on the copy-task post's example ``7 1 8 2 <copy> _ _ _ _ _``.
+Attention maps of a trained copy model on the copy-task post's example ``7 1 8 2 <copy> _ _ _ _ _``, as the
+copy evaluation captured them (``pelab.probe.captures``).
 """
 
 from __future__ import annotations
@@ -11,40 +12,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from pelab.report.common import (
-    over_seeds,
-)
+from pelab.report.common import over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.style import save
 from pelab.report.tables import markdown_table
 from pelab.stats import summarize
-from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
-from pelab.tasks.copy.data import encode_examples
-from pelab.tasks.copy.model import CopyTransformer
-
-EXAMPLE_DIGITS = (7, 1, 8, 2)
-
-
-def token_labels(tokens: torch.Tensor, task: CopyTaskConfig) -> list[str]:
-    """Readable labels: digits, ``<copy>`` and ``_`` for padding."""
-    return [str(t) if t < task.n_digits else "<copy>" if t == task.copy_token else "_" for t in tokens.tolist()]
-
-
-def copy_example(task: CopyTaskConfig, digits: tuple[int, ...] = EXAMPLE_DIGITS) -> tuple[torch.Tensor, torch.Tensor]:
-    """``digits <copy> _ …`` padded to the trained context: input tokens (T,) and the target row (T,)."""
-    example = encode_examples([digits], task.context, task)
-    return example.inputs[0], example.targets[0]
-
-
-@torch.no_grad()
-def attention_maps(model: CopyTransformer, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Self-attention weights of every layer and head for one input, and the model's prediction.
-
-    tokens: (T,) -> weights (L, H, T, T) (rows: queries, summing to 1), predicted tokens (T,).
-    """
-    logits, attentions = model.eval()(tokens[None], need_weights=True)
-    weights = torch.stack([layer["self"][0] for layer in attentions])  # (L, H, T, T)
-    return weights, logits[0].argmax(-1)
 
 
 def copy_alignment(weights: torch.Tensor, n_digits: int) -> torch.Tensor:
@@ -55,23 +27,6 @@ def copy_alignment(weights: torch.Tensor, n_digits: int) -> torch.Tensor:
     queries = torch.arange(n_digits) + n_digits + 1
     sources = torch.arange(n_digits)
     return weights[:, :, queries, sources].mean(-1)
-
-
-@torch.no_grad()
-def seq2seq_attention_maps(model, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Every attention of an encoder-decoder (``pelab.tasks.translation.model.Seq2SeqTransformer``) on one pair.
-
-    src: (S,) source ids; tgt_in: (T,) decoder input ids (``<s> y``, teacher forcing). Returns
-    {"encoder self": (L_enc, H, S, S), "decoder self": (L_dec, H, T, T), "cross": (L_dec, H, T, S)}.
-    """
-    model = model.eval()
-    memory, padding, encoder = model.encode(src[None], need_weights=True)
-    _, decoder = model.decode(tgt_in[None], memory, padding, need_weights=True)
-    return {
-        "encoder self": torch.stack([layer["self"][0] for layer in encoder]),
-        "decoder self": torch.stack([layer["self"][0] for layer in decoder]),
-        "cross": torch.stack([layer["cross"][0] for layer in decoder]),
-    }
 
 
 def local_mass(weights: torch.Tensor, width: int = 1) -> torch.Tensor:
@@ -87,25 +42,29 @@ def local_mass(weights: torch.Tensor, width: int = 1) -> torch.Tensor:
 
 def section(ctx: ReportContext) -> list[str]:
     lines = ["### Attention maps on `7 1 8 2 <copy> _ _ _ _ _` (copy-task post)", ""]
-    tokens, target = copy_example(ctx.copy.data)
-    labels = token_labels(tokens, ctx.copy.data)
-    n = len(EXAMPLE_DIGITS)
     rows, images, mean_alignment = [], [], {}
     for scheme in ctx.schemes:
         alignment, correct = [], []
         for seed in ctx.seeds:
-            weights, predicted = attention_maps(ctx.model("copy", scheme, seed), tokens)
+            captured = ctx.captures("copy", scheme, seed)  # written by evaluation: pelab.probe.captures
+            if captured is None:
+                continue
+            labels = captured["labels"]
+            n = labels.index("<copy>")  # the example's digits precede the copy token
+            weights, predicted = captured["attention"], captured["predicted"]
             per_head = copy_alignment(weights, n)  # (L, H)
             alignment.append(float(per_head.max()))
-            correct.append(bool((predicted == target).all()))
+            correct.append(bool((predicted == captured["target"]).all()))
             if seed == ctx.seed:
                 layer, head = divmod(int(per_head.argmax()), per_head.shape[1])
                 seed_head = f"layer {layer}, head {head} ({float(per_head.max()):.2f})"
-                prediction = " ".join(token_labels(predicted, ctx.copy.data))
+                prediction = " ".join(captured["predicted_labels"])
                 draw_attention_grid(weights.numpy(), labels,
                                        f"{scheme} (seed {seed}); model output: {prediction}",
                                        ctx.figure(f"attention_{scheme}.png"))
                 images += [ctx.image(f"attention, {scheme}", f"attention_{scheme}.png"), ""]
+        if not alignment:  # evaluation captured nothing for this scheme
+            continue
         mean_alignment[scheme] = summarize(alignment)["mean"]
         rows.append([f"`{scheme}`", over_seeds(alignment, 2), seed_head, f"{sum(correct)} / {len(correct)}"])
     aligned = [f"`{s}`" for s, value in mean_alignment.items() if value >= 0.5]

@@ -7,12 +7,12 @@ ripples) as Δ grows; RoPE with q = k = 1 gives the same sum over its head's fre
 §3.4.3 (https://arxiv.org/abs/2104.09864) bounds its scores by a relative upper bound that decays.
 TENER (Yan et al. 2019, https://arxiv.org/abs/1911.04474) points out that a model never sees the raw
 product: positions pass through W_q and W_k first, and PE(t)ᵀ W_qᵀ W_k PE(t+Δ) need not keep either
-property (../references/translation-report-c05.md). ``layer0_scores`` measures that on a trained model.
+property (../references/translation-report-c05.md). Evaluation captures those layer-0 scores from every trained
+copy model (``pelab.probe.captures.layer0_scores``); this section reads them.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -28,7 +28,6 @@ from pelab.report.common import (
 )
 from pelab.report.context import ReportContext
 from pelab.report.style import save
-from pelab.tasks.copy.model import CopyTransformer
 
 
 def offsets(max_offset: int) -> torch.Tensor:
@@ -64,37 +63,6 @@ def rope_relative_upper_bound(head_dim: int, max_offset: int, base: float = 1000
     delta = offsets(max_offset).double()[:, None]  # (2M+1, 1)
     partial = torch.polar(torch.ones_like(delta * theta), delta * theta).cumsum(dim=1)  # (2M+1, Dh/2)
     return partial.abs().mean(dim=1)
-
-
-@torch.no_grad()
-def layer0_scores(model: CopyTransformer, length: int, tokens: torch.Tensor | None = None) -> torch.Tensor:
-    """Layer-0 attention logits q_t·k_s/√Dh (no logit bias, no softmax) for one input: (H, T, T).
-
-    tokens None: the positional signal alone — the scheme's ``embed`` of a zero input, as TENER's
-    PE(t)ᵀW_qᵀW_k PE(s). tokens (T,): those token embeddings plus the scheme's ``embed``. Either way
-    the input goes through layer 0's LayerNorm, W_q, W_k (with biases) and the scheme's ``rotate``,
-    exactly as in the forward pass.
-    """
-    model = model.eval()
-    positions = torch.arange(length)
-    d_model = model.pe.d_model
-    x = torch.zeros(1, length, d_model) if tokens is None else model.embedding(tokens[None])  # (1, T, D)
-    x = model.pe.embed(x, positions)
-    layer = model.encoder.layers[0]
-    attn = layer.attn
-    h = layer.attn_norm(x)
-    q, k, _ = attn.project(h, h)  # (1, H, T, Dh)
-    q, k = model.pe.rotate(q, k, positions, positions)
-    return (q @ k.transpose(-2, -1) / math.sqrt(attn.head_dim))[0]  # (H, T, T)
-
-
-@torch.no_grad()
-def same_token_scores(model: CopyTransformer, length: int, token_ids: list[int]) -> torch.Tensor:
-    """Mean over ``token_ids`` of ``layer0_scores`` with that token at every position: (H, T, T).
-
-    For schemes with no added vector (RoPE) this is the only meaningful way to feed layer 0.
-    """
-    return torch.stack([layer0_scores(model, length, torch.full((length,), v)) for v in token_ids]).mean(0)
 
 
 def scores_by_offset(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -144,10 +112,13 @@ def section(ctx: ReportContext) -> list[str]:
         f"RoFormer bound falls to {float(bound[-1] / bound[m]):.2f} of its Δ = 0 value at Δ = {m}."
     ]
     trained = {}
-    if "sinusoidal" in ctx.schemes:
+    if "sinusoidal" in ctx.schemes and ctx.captures("copy", "sinusoidal", ctx.seed) is not None:
         spreads, self_max = [], []
         for seed in ctx.seeds:
-            scores = layer0_scores(ctx.model("copy", "sinusoidal", seed), c)  # (H, T, T)
+            captured = ctx.captures("copy", "sinusoidal", seed)
+            if captured is None:
+                continue
+            scores = captured["layer0_positions"]  # (H, T, T), T = the trained context
             spreads.append(relative_only_spread(scores))
             self_max.append(float((scores.argmax(-1) == torch.arange(c)).float().mean()))
             if seed == ctx.seed:
@@ -161,11 +132,13 @@ def section(ctx: ReportContext) -> list[str]:
             f"falls on itself in {over_seeds([100 * x for x in self_max], 0, unit='%')} of (head, position) rows "
             "(100% raw) — the projection discards both properties, as TENER says."
         )
-    if "rope" in ctx.schemes:
-        token_ids = list(range(ctx.copy.data.n_digits))
+    if "rope" in ctx.schemes and ctx.captures("copy", "rope", ctx.seed) is not None:
         spreads, peaks = [], []
         for seed in ctx.seeds:
-            scores = same_token_scores(ctx.model("copy", "rope", seed), c, token_ids)
+            captured = ctx.captures("copy", "rope", seed)
+            if captured is None:
+                continue
+            scores = captured["layer0_same_token"]  # (H, T, T): each digit at every position, mean over digits
             spreads.append(relative_only_spread(scores))
             dd, mean, low, high = scores_by_offset(scores)
             peaks += [int(dd[i]) for i in mean.argmax(-1)]

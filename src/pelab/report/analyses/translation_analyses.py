@@ -1,5 +1,6 @@
-"""The analyses on the translation models: position tables and MDS of the trained learned tables, and the
-encoder self, decoder self and cross attention on one sentence."""
+"""The analyses on the translation models: position tables and MDS of the trained learned tables (read from the
+runs' weights), and the encoder self, decoder self and cross attention on one sentence (as the translation
+evaluation captured it, ``pelab.tasks.translation.evaluate.example_captures``)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,17 @@ from pelab.report.common import (
 from pelab.report.context import ReportContext
 from pelab.report.style import save
 from pelab.report.tables import markdown_table
-from pelab.tasks.translation.data import BOS_ID
 
 
 def translation_schemes(ctx: ReportContext, seed: int) -> list[str]:
     """The schemes with a trained translation model for ``seed``."""
     return [s for s in ctx.schemes if "translation" in ctx.params.tasks and ctx.has_run("translation", s, seed)]
+
+
+def learned_tables(ctx: ReportContext, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The trained encoder and decoder tables of the ``learned`` translation run (P, D) each, from its weights."""
+    weights = ctx.weights("translation", "learned", seed)
+    return weights["encoder.pe.table.weight"], weights["decoder.pe.table.weight"]
 
 
 def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
@@ -34,8 +40,7 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
         return lines + ["`learned` has no trained translation model in this run.", ""]
     cfg = ctx.cfg("translation")
     rows = min(cfg.data.max_tokens + 1, cfg.options("learned").max_positions)
-    model = ctx.model("translation", "learned", ctx.seed)
-    encoder, decoder = (pe.table.weight[:rows].detach().double() for pe in (model.encoder.pe, model.decoder.pe))
+    encoder, decoder = (table[:rows].double() for table in learned_tables(ctx, ctx.seed))
     sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model,
                                   sinusoidal_base(ctx))
     draw_position_tables({"sinusoidal": sinusoidal.numpy(), f"learned, encoder (seed {ctx.seed})": encoder.numpy(),
@@ -48,9 +53,9 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
     rho = {"encoder": [], "decoder": []}
     for seed in ctx.seeds:
         if "learned" in translation_schemes(ctx, seed):
-            m = ctx.model("translation", "learned", seed)
-            rho["encoder"].append(learned_table.distance_offset_correlation(m.encoder.pe.table.weight[:rows].detach()))
-            rho["decoder"].append(learned_table.distance_offset_correlation(m.decoder.pe.table.weight[:rows].detach()))
+            tables = learned_tables(ctx, seed)
+            rho["encoder"].append(learned_table.distance_offset_correlation(tables[0][:rows]))
+            rho["decoder"].append(learned_table.distance_offset_correlation(tables[1][:rows]))
     reading = (
         f"Rows 0–{rows - 1} (sentences of up to {cfg.data.max_tokens} subword tokens). Spearman ρ between |i − j| "
         f"and ‖PE(i) − PE(j)‖: encoder {over_seeds(rho['encoder'], 2)}, "
@@ -61,33 +66,30 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
                     ctx.image("MDS of the translation learned table", "translation_learned_mds.png"), ""]
 
 
-def _translation_attention(ctx: ReportContext, schemes: list[str], data) -> list[str]:
+def _translation_attention(ctx: ReportContext, schemes: list[str]) -> list[str]:
     lines = ["### Translation: encoder self, decoder self and cross attention on one sentence", ""]
-    split = data.eval_splits[0]
-    index = (ctx.cfg("translation").eval.examples or (0,))[0]
-    src = torch.tensor(data.ids(split, "src_ids")[index])
-    tgt_in = torch.tensor([BOS_ID, *data.ids(split, "tgt_ids")[index]])
-    src_labels = [data.tokenizer.id_to_token(int(i)) for i in src]
-    tgt_labels = [data.tokenizer.id_to_token(int(i)) for i in tgt_in]
-    rows, images = [], []
+    rows, images, example = [], [], None
     for scheme in schemes:
         local = {"encoder self": [], "decoder self": []}
         for seed in ctx.seeds:
-            if scheme not in translation_schemes(ctx, seed):
+            captured = ctx.captures("translation", scheme, seed) if scheme in translation_schemes(ctx, seed) else None
+            if captured is None:
                 continue
-            maps = attention.seq2seq_attention_maps(ctx.model("translation", scheme, seed), src, tgt_in)
+            example, maps = captured, captured["attention"]
             for kind in local:
                 local[kind].append(float(attention.local_mass(maps[kind]).mean()))
             if seed == ctx.seed:
                 name = f"translation_attention_{scheme}.png"
-                draw_seq2seq_attention({k: v.numpy() for k, v in maps.items()}, src_labels, tgt_labels,
-                                          f"{scheme} (seed {seed}), {split} sentence {index}, teacher-forced reference",
-                                          ctx.figure(name))
+                draw_seq2seq_attention({k: v.numpy() for k, v in maps.items()}, captured["src_labels"],
+                                       captured["tgt_labels"], f"{scheme} (seed {seed}), {captured['split']} sentence "
+                                       f"{captured['index']}, teacher-forced reference", ctx.figure(name))
                 images += [ctx.image(f"translation attention, {scheme}", name), ""]
-        rows.append([f"`{scheme}`", over_seeds(local["encoder self"], 2), over_seeds(local["decoder self"], 2)])
+        if local["encoder self"]:
+            rows.append([f"`{scheme}`", over_seeds(local["encoder self"], 2), over_seeds(local["decoder self"], 2)])
+    if example is None:
+        return lines + ["The translation evaluation captured no attention maps in this run.", ""]
     reading = (
-        f"Source: “{data.text(split, 'fr')[index]}”; the decoder reads the reference "
-        f"“{data.text(split, 'en')[index]}” "
+        f"Source: “{example['source']}”; the decoder reads the reference “{example['reference']}” "
         "(teacher forcing). Attention weight within one position of the query (mean over layers, heads and "
         "queries; the C05 report's “concentrated on the diagonal”):"
     )
@@ -96,17 +98,11 @@ def _translation_attention(ctx: ReportContext, schemes: list[str], data) -> list
 
 
 def section(ctx: ReportContext) -> list[str]:
-    """The translation report's analyses on this pipeline's translation models; nothing if none were trained.
-
-    The prepared corpus supplies the example sentence of the attention maps (encoder self, decoder self, cross).
-    """
+    """The translation report's analyses on this pipeline's translation models; nothing if none were trained."""
     schemes = translation_schemes(ctx, ctx.seed)
     if not schemes:
         return []
-    lines = _translation_tables(ctx, schemes)
-    if ctx.translation_data is None:
-        return lines + ["Translation attention maps need the prepared corpus (its tokenizer); none was given.", ""]
-    return lines + _translation_attention(ctx, schemes, ctx.translation_data)
+    return _translation_tables(ctx, schemes) + _translation_attention(ctx, schemes)
 
 
 def draw_seq2seq_attention(maps: dict[str, np.ndarray], src_labels: list[str], tgt_labels: list[str], title: str,

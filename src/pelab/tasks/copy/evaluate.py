@@ -8,7 +8,7 @@ import torch
 
 from pelab.device import autocast
 from pelab.tasks.base import TaskConfig
-from pelab.tasks.copy.data import CopyData, CopySplit
+from pelab.tasks.copy.data import CopyData, CopySplit, sequences_per_length
 from pelab.tasks.copy.model import CopyTransformer
 
 SPLITS = ("test", "test_long")
@@ -55,4 +55,8 @@ def evaluate(cfg: TaskConfig, model: CopyTransformer, data: CopyData,
                 chosen = split.lengths == length
                 rows.append({"split": split_name, "length": int(length), "metric": metric,
                              "value": float(values[chosen].mean())})
+    # what the per-length numbers average over (the report's table of sequences per length)
+    for split_name in ("train", *SPLITS):
+        rows += [{"split": "data", "length": length, "metric": f"sequences_{split_name}", "value": float(count)}
+                 for length, count in sorted(sequences_per_length(data[split_name]).items())]
     return rows

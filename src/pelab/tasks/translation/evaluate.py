@@ -17,7 +17,7 @@ from pelab import io
 from pelab.config import to_dict
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.translation.bleu import sacrebleu_score, score_corpus
-from pelab.tasks.translation.data import PreparedTranslation, decode
+from pelab.tasks.translation.data import BOS_ID, PreparedTranslation, decode
 from pelab.tasks.translation.decoding import translate
 from pelab.tasks.translation.model import Seq2SeqTransformer
 
@@ -30,6 +30,38 @@ def bucket_labels(bounds: Sequence[int]) -> list[str]:
 
 def bucket_of(n_words: int, bounds: Sequence[int]) -> int:
     return next((i for i, bound in enumerate(bounds) if n_words <= bound), len(bounds))
+
+
+@torch.no_grad()
+def seq2seq_attention_maps(model: Seq2SeqTransformer, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every attention of the encoder-decoder on one pair, on the CPU.
+
+    src: (S,) source ids; tgt_in: (T,) decoder input ids (``<s> y``, teacher forcing). Returns
+    {"encoder self": (L_enc, H, S, S), "decoder self": (L_dec, H, T, T), "cross": (L_dec, H, T, S)}.
+    """
+    model = model.eval()
+    device = next(model.parameters()).device
+    memory, padding, encoder = model.encode(src.to(device)[None], need_weights=True)
+    _, decoder = model.decode(tgt_in.to(device)[None], memory, padding, need_weights=True)
+    return {
+        "encoder self": torch.stack([layer["self"][0].float() for layer in encoder]).cpu(),
+        "decoder self": torch.stack([layer["self"][0].float() for layer in decoder]).cpu(),
+        "cross": torch.stack([layer["cross"][0].float() for layer in decoder]).cpu(),
+    }
+
+
+def example_captures(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslation) -> dict[str, Any]:
+    """The attention maps the report draws: the first of ``eval.examples`` in the headline split, its reference
+    read by the decoder (teacher forcing), with the tokens' labels and the sentence pair's text."""
+    split = data.eval_splits[0]
+    index = (cfg.eval.examples or (0,))[0]
+    src = torch.tensor(data.ids(split, "src_ids")[index])
+    tgt_in = torch.tensor([BOS_ID, *data.ids(split, "tgt_ids")[index]])
+    return {"split": split, "index": index, "source": data.text(split, "fr")[index],
+            "reference": data.text(split, "en")[index],
+            "src_labels": [data.tokenizer.id_to_token(int(i)) for i in src],
+            "tgt_labels": [data.tokenizer.id_to_token(int(i)) for i in tgt_in],
+            "attention": seq2seq_attention_maps(model, src, tgt_in)}
 
 
 def model_capacity(model: Seq2SeqTransformer) -> int | None:
