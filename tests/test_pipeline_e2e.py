@@ -167,6 +167,15 @@ def test_editing_evaluation_code_reruns_evaluation_but_no_training(project):
     assert ran(out, "evaluate_length") == {f"evaluate_length@{t}-{s}" for t in LENGTH_TASKS for s in LENGTH_SCHEMES}
 
 
+def test_editing_plotting_code_reruns_only_the_report_which_reads_files(project):
+    """The report stage depends on files and its own code only (no data, task, model or training code)."""
+    path = project / "src/pelab/report/style.py"
+    path.write_text(path.read_text() + "\n# an edit to plotting code\n")
+    out = run(["dvc", "repro"], project)
+    assert ran(out, "") == {"report"}, out
+    assert "attention_rope.png" in (project / "reports/report.md").read_text()  # drawn from the captures
+
+
 def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
     edit_params(project, lambda p: p["copy"]["positional"]["t5"].update(num_buckets=40))
     out = run(["dvc", "repro"], project)
