@@ -38,3 +38,12 @@ def smoke_params(tmp_path: Path, **changes):
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(smoke_raw(**changes)))
     return load_params(path)
+
+
+def study_of(params):
+    """The study as the report reads it: ``Params.to_dict`` through JSON (reports/study.json), as ``Study``."""
+    import json
+
+    from pelab.report.study import Study
+
+    return Study(json.loads(json.dumps(params.to_dict())))

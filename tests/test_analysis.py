@@ -16,8 +16,8 @@ from pelab.report.analyses import attention, distance_decay, invariants, learned
 from pelab.report.analyses.anchors import ANCHORS, anchors_table
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.config import ModelConfig
+from pelab.tasks.copy.evaluate import example_row, token_labels
 from pelab.tasks.copy.model import build_copy_model
-from pelab.tasks.copy.task import example_row, token_labels
 
 WAYS = shift_property.SHIFT_WAYS
 TASK = CopyTaskConfig(context=20, long_context=40)
@@ -236,11 +236,10 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     from dataclasses import asdict
 
     import pandas as pd
-    from conftest import smoke_params
+    from conftest import smoke_params, study_of
 
     from pelab.report.analyses import translation_analyses
     from pelab.report.context import ReportContext
-    from pelab.report.study import Study
     from pelab.tasks.translation.config import Seq2SeqConfig
     from pelab.tasks.translation.evaluate import example_captures, seq2seq_attention_maps
     from pelab.tasks.translation.model import build_seq2seq_model
@@ -270,7 +269,7 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     assert float(maps["decoder self"].triu(1).abs().max()) == 0.0  # causal
 
     records, curves = pd.DataFrame(columns=["task"]), pd.DataFrame()
-    ctx = ReportContext(Study(params.to_dict()), records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "figures")
+    ctx = ReportContext(study_of(params), records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "figures")
     ctx.figures_dir.mkdir()
     lines = translation_analyses.section(ctx)
     text = "\n".join(lines)
@@ -278,7 +277,7 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     for name in ("translation_pe_tables.png", "translation_learned_mds.png", "translation_attention_learned.png",
                  "translation_attention_rope.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
-    empty = ReportContext(Study(params.to_dict()), records, curves, tmp_path / "nothing", None, tmp_path / "figures")
+    empty = ReportContext(study_of(params), records, curves, tmp_path / "nothing", None, tmp_path / "figures")
     assert translation_analyses.section(empty) == []
 
 
@@ -286,3 +285,56 @@ def test_local_mass() -> None:
     eye = torch.eye(6)
     assert float(attention.local_mass(eye)) == pytest.approx(1.0)
     assert float(attention.local_mass(torch.full((6, 6), 1 / 6), width=1)) == pytest.approx((2 + 3 * 4 + 2) / 36)
+
+
+# The copy analyses read what evaluation captured -----------------------------------------------------------
+def test_the_copy_sections_state_what_the_models_themselves_give(tmp_path) -> None:
+    """Evaluation's captures (``pelab.tasks.copy.evaluate.captures``) saved as probe.pt, read by the attention and
+    distance-decay sections: the numbers they state equal those computed from the models directly (what the report
+    computed before it read files), for sinusoidal (positions alone) and rope (one digit repeated); and the
+    sequences-per-length table equals the prepared data's counts."""
+    from conftest import smoke_params, study_of
+
+    from pelab.report import copy as copy_report
+    from pelab.report.common import over_seeds
+    from pelab.report.context import ReportContext
+    from pelab.tasks.copy import data as copy_data
+    from pelab.tasks.copy.evaluate import captures as copy_captures
+    from pelab.tasks.copy.evaluate import evaluate
+
+    params = smoke_params(tmp_path, seeds=[0, 1], tasks=["copy"], pe={"schemes": ["sinusoidal", "rope"]})
+    cfg = params.task("copy")
+    c, tokens = cfg.data.context, example_row(cfg.data)[0]
+    models = {(s, seed): build_copy_model(s, cfg.data.vocab_size, cfg.model, cfg.options(s), seed).eval()
+              for s in params.schemes for seed in params.seeds}
+    for (scheme, seed), model in models.items():
+        out = tmp_path / "results" / "copy" / scheme / f"seed_{seed}"
+        out.mkdir(parents=True)
+        torch.save(copy_captures(cfg, model), out / "probe.pt")
+    copy_data.prepare(cfg.data, tmp_path / "data")
+    data = copy_data.load(tmp_path / "data")
+    rows = [{"task": "copy", "pe": "rope", "seed": 0, **row}
+            for row in evaluate(cfg, models["rope", 0], data, torch.device("cpu")) if row["split"] == "data"]
+    records = pd.DataFrame(rows).astype({"length": str})
+    ctx = ReportContext(study_of(params), records, pd.DataFrame(), tmp_path / "runs", tmp_path / "results",
+                        tmp_path / "figures")
+    ctx.figures_dir.mkdir()
+
+    decay = "\n".join(distance_decay.section(ctx))
+    sinusoidal = [distance_decay.relative_only_spread(captures.layer0_scores(models["sinusoidal", s], c))
+                  for s in params.seeds]
+    rope = [distance_decay.relative_only_spread(
+        captures.same_token_scores(models["rope", s], c, list(range(cfg.data.n_digits)))) for s in params.seeds]
+    assert f"Δ is {over_seeds(sinusoidal, 2)} of the largest score" in decay
+    assert f"spread {max(rope):.1e} of the largest" in decay
+    maps = "\n".join(attention.section(ctx))
+    for scheme in params.schemes:
+        alignment = [float(attention.copy_alignment(captures.attention_maps(models[scheme, s], tokens)[0], 4).max())
+                     for s in params.seeds]
+        assert f"| `{scheme}` | {over_seeds(alignment, 2)} |" in maps
+    assert (tmp_path / "figures" / "attention_rope.png").stat().st_size > 0
+
+    table = "\n".join(copy_report._n_per_length(ctx))
+    counts = {name: copy_data.sequences_per_length(data[name]) for name in ("train", "test", "test_long")}
+    for n in sorted({n for split in counts.values() for n in split}):
+        assert f"| {n} | {' | '.join(str(counts[s].get(n, 0)) for s in counts)} |" in table

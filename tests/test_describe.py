@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import smoke_params, smoke_raw
+from conftest import smoke_params, smoke_raw, study_of
 
 from pelab.positional import POSITIONAL_ENCODINGS, Usage, build_positional_encoding, scheme_names
 from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
@@ -54,7 +54,6 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
     from pelab.report.common import scheme_choices
     from pelab.report.context import ReportContext
     from pelab.report.diagnostics import section as diagnostics_section
-    from pelab.report.study import Study
     from pelab.report.tables import comparison_table
 
     assert not any("wobble" in path.read_text() for path in REPORT.rglob("*.py"))
@@ -71,7 +70,7 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
                                          ("24", "attn_entropy_norm", 0.95), ("12", "first_token_ratio", 1.0),
                                          ("24", "first_token_ratio", 1.2), ("12", "attn_distance_norm", 1.0),
                                          ("24", "attn_distance_norm", 0.9))])
-    ctx = ReportContext(Study(params.to_dict()), records, pd.DataFrame(), tmp_path / "runs", None, tmp_path / "figures")
+    ctx = ReportContext(study_of(params), records, pd.DataFrame(), tmp_path / "runs", None, tmp_path / "figures")
     choices = scheme_choices(ctx, "copy", list(params.schemes), USAGE)
     assert choices == ["`wobble`: WOBBLE-SETUP for copy up to 20 positions."]
     table, best = comparison_table(records, "copy", list(params.schemes), [("test_long", "exact_match", "exact")],

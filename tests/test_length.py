@@ -189,6 +189,18 @@ def test_length_tasks_run_through_the_runner_and_aggregate(tmp_path):
     assert sorted(per_length["length"].astype(int)) == list(range(1, cfg.test_max + 1))
     metrics = io.read_json(tmp_path / "metrics/duplicate_causal/none.json")
     assert set(metrics) == {"exact", "exact_long", "token_long"} and 0.0 <= metrics["token_long"] <= 1.0
+    # the facts the report states come from the records, not the task's code (split "task", every run)
+    from pelab.tasks.length.data.problems import PROBLEMS
+
+    for task, problem, causal in (("reverse", "reverse", False), ("duplicate_causal", "duplicate", True)):
+        cfg, rows = params.task(task).data, records[(records["task"] == task) & (records["split"] == "task")]
+        assert len(rows) == 4 * 2 * 2  # four facts, two schemes, two seeds
+        fact = rows.groupby("metric")["value"].agg(["min", "max"])
+        assert (fact["min"] == fact["max"]).all()
+        assert fact.loc["chance", "min"] == pytest.approx(1 / PROBLEMS[problem].alphabet(cfg.n_symbols))
+        assert fact.loc["longest_trained_row", "min"] == get_task(task).row_length(cfg, cfg.train_max)
+        assert fact.loc["longest_eval_row", "min"] == get_task(task).row_length(cfg, cfg.test_max)
+        assert fact.loc["causal", "min"] == float(causal)
 
 
 # ------------------------------------------------------------------------------------------------------

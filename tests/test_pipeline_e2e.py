@@ -173,7 +173,7 @@ def test_editing_plotting_code_reruns_only_the_report_which_reads_files(project)
     path.write_text(path.read_text() + "\n# an edit to plotting code\n")
     out = run(["dvc", "repro"], project)
     assert ran(out, "") == {"report"}, out
-    assert "attention_rope.png" in (project / "reports/report.md").read_text()  # drawn from the captures
+    assert "![attention, rope](figures/attention_rope.png)" in (project / "reports/report.md").read_text()
 
 
 def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):

@@ -593,12 +593,12 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     import subprocess
 
     import yaml
+    from conftest import study_of
 
     from pelab.aggregate import aggregate
     from pelab.compose import compose_params
     from pelab.params import load_params
     from pelab.report.context import ReportContext
-    from pelab.report.study import Study
     from pelab.report.translation import section as translation_section
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run
@@ -659,7 +659,7 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
     all_records = pd.read_csv(tmp_path / "records.csv", dtype={"length": str})
     curves = pd.read_csv(tmp_path / "plots/curves_per_seed.csv")
     (tmp_path / "fig").mkdir()
-    ctx = ReportContext(Study(params.to_dict()), all_records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "fig")
+    ctx = ReportContext(study_of(params), all_records, curves, tmp_path / "runs", tmp_path / "results", tmp_path / "fig")
     text = "\n".join(translation_section(ctx))
     assert "## Translation (French → English)" in text and "Profile **smoke**" in text
     assert "nrefs:1|case:mixed|eff:no|tok:13a" in text

@@ -59,7 +59,7 @@ class Params:
                     "positional": {scheme: asdict(options) for scheme, options in cfg.positional.items()}}
 
         return {"profile": self.profile, "schemes": list(self.schemes), "tasks": list(self.tasks),
-                "seeds": list(self.seeds), "device": self.device, "reference": self.reference,
+                "seeds": list(self.seeds), "reference": self.reference,
                 "length_tasks": list(self.length_tasks), "length_schemes": list(self.length_schemes),
                 "lm_tasks": list(self.lm_tasks), "lm_schemes": list(self.lm_schemes),
                 "task_configs": {name: task_dict(cfg) for name, cfg in self.task_configs.items()}}

@@ -36,11 +36,12 @@ def layer0_scores(model: SequenceTransformer, length: int, tokens: torch.Tensor 
 
     tokens None: the positional signal alone — the scheme's ``embed`` of a zero input, as TENER's
     PE(t)ᵀW_qᵀW_k PE(s). tokens (T,): those token embeddings plus the scheme's ``embed``. Either way the input
-    goes through layer 0's LayerNorm, W_q, W_k (with biases) and the scheme's ``rotate``, as in the forward pass.
+    goes through layer 0's LayerNorm, W_q, W_k (with biases) and the scheme's ``rotate`` at the positions the
+    forward pass uses, as in the forward pass.
     """
     model = model.eval()
     device = next(model.parameters()).device
-    positions = torch.arange(length, device=device)
+    positions = model.positions(length, device)  # 0..T-1, or a randomized scheme's fixed evaluation draw
     x = (torch.zeros(1, length, model.pe.d_model, device=device) if tokens is None
          else model.embedding(tokens.to(device)[None]))  # (1, T, D)
     x = model.pe.embed(x, positions)

@@ -64,7 +64,7 @@ class ReportContext:
         if key not in self._captures:
             path = self.result_path(task, scheme, seed)
             found = path is not None and (path / PROBE_FILE).exists()
-            self._captures[key] = torch.load(path / PROBE_FILE, weights_only=True) if found else None
+            self._captures[key] = torch.load(path / PROBE_FILE, map_location="cpu", weights_only=True) if found else None
         return self._captures[key]
 
     def fact(self, task: str, metric: str, split: str = "task") -> float:

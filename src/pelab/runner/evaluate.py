@@ -34,7 +34,9 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
         probe = task.probe(cfg, data)
         if probe is not None:
             rows += probe_rows(run.model, probe, dev)
-        captures = task.captures(cfg, run.model, data, dev)
+        # on the CPU in float32 whatever the device (no TF32, no autocast): the report's figures and the numbers it
+        # states from them are the same for a run evaluated on a GPU
+        captures = task.captures(cfg, run.model.cpu(), data, torch.device("cpu"))
         if captures:
             torch.save(captures, tmp / io.PROBE_FILE)
         ident = {"task": run.task, "pe": run.scheme, "seed": run.seed}

@@ -44,7 +44,7 @@ def section(ctx: ReportContext) -> list[str]:
     lines = ["### Attention maps on `7 1 8 2 <copy> _ _ _ _ _` (copy-task post)", ""]
     rows, images, mean_alignment = [], [], {}
     for scheme in ctx.schemes:
-        alignment, correct = [], []
+        alignment, correct, seed_head = [], [], "–"
         for seed in ctx.seeds:
             captured = ctx.captures("copy", scheme, seed)  # written by evaluation: pelab.probe.captures
             if captured is None:

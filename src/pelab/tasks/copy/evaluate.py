@@ -7,11 +7,33 @@ from typing import Any
 import torch
 
 from pelab.device import autocast
+from pelab.probe.captures import Example, sequence_captures
 from pelab.tasks.base import TaskConfig
-from pelab.tasks.copy.data import CopyData, CopySplit, sequences_per_length
+from pelab.tasks.copy.config import CopyDataConfig
+from pelab.tasks.copy.data import CopyData, CopySplit, encode_examples, sequences_per_length
 from pelab.tasks.copy.model import CopyTransformer
 
 SPLITS = ("test", "test_long")
+EXAMPLE_DIGITS = (7, 1, 8, 2)  # the copy-task post's example, ``7 1 8 2 <copy> _ …``: the captured row
+
+
+def token_labels(tokens: torch.Tensor, task: CopyDataConfig) -> list[str]:
+    """Readable labels: digits, ``<copy>`` and ``_`` for padding."""
+    return [str(t) if t < task.n_digits else "<copy>" if t == task.copy_token else "_" for t in tokens.tolist()]
+
+
+def example_row(task: CopyDataConfig, digits: tuple[int, ...] = EXAMPLE_DIGITS) -> tuple[torch.Tensor, torch.Tensor]:
+    """``digits <copy> _ …`` padded to the trained context: input tokens (T,) and the target row (T,)."""
+    example = encode_examples([digits], task.context, task)
+    return example.inputs[0], example.targets[0]
+
+
+def captures(cfg: TaskConfig, model: CopyTransformer) -> dict[str, Any]:
+    """What the report draws (``pelab.probe.captures``): the copy-task post's example row, and every digit as
+    layer 0's repeated token."""
+    tokens, target = example_row(cfg.data)
+    vocabulary = token_labels(torch.arange(cfg.data.vocab_size), cfg.data)
+    return sequence_captures(model, Example(tokens, target, vocabulary, list(range(cfg.data.n_digits))))
 
 
 @torch.no_grad()

@@ -21,18 +21,6 @@ from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
 VAL_EXAMPLES = 256  # held-out sequences behind the validation-loss curve
 PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
-EXAMPLE_DIGITS = (7, 1, 8, 2)  # the copy-task post's example, ``7 1 8 2 <copy> _ …``: the captured row
-
-
-def token_labels(tokens: torch.Tensor, task: CopyDataConfig) -> list[str]:
-    """Readable labels: digits, ``<copy>`` and ``_`` for padding."""
-    return [str(t) if t < task.n_digits else "<copy>" if t == task.copy_token else "_" for t in tokens.tolist()]
-
-
-def example_row(task: CopyDataConfig, digits: tuple[int, ...] = EXAMPLE_DIGITS) -> tuple[torch.Tensor, torch.Tensor]:
-    """``digits <copy> _ …`` padded to the trained context: input tokens (T,) and the target row (T,)."""
-    example = copy_data.encode_examples([digits], task.context, task)
-    return example.inputs[0], example.targets[0]
 
 
 def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
@@ -119,12 +107,9 @@ class CopyTask(Task):
         return Probe(cfg.data.context, [spread("test"), spread("test_long")])
 
     def captures(self, cfg: TaskConfig, model, data: CopyData, device):
-        """The copy-task post's example row (``EXAMPLE_DIGITS``), every digit for layer 0's repeated token."""
-        from pelab.probe.captures import Example, sequence_captures
+        from pelab.tasks.copy.evaluate import captures
 
-        tokens, target = example_row(cfg.data)
-        vocabulary = token_labels(torch.arange(cfg.data.vocab_size), cfg.data)
-        return sequence_captures(model, Example(tokens, target, vocabulary, list(range(cfg.data.n_digits))))
+        return captures(cfg, model)
 
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.copy.evaluate import evaluate

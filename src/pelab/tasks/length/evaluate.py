@@ -125,4 +125,13 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
     for where, metrics in by_range.items():
         for metric, values in metrics.items():
             rows.append({"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)})
-    return rows
+    return rows + facts(data, causal, row_length)
+
+
+def facts(data: LengthData, causal: bool, row_length: Callable[[int], int]) -> list[dict[str, Any]]:
+    """What the report states about the task itself (it reads records, not the task's code), split ``task``: chance
+    per answer symbol, the longest trained and evaluated rows in positions, the attention form (1 causal)."""
+    values = {"chance": 1.0 / data.problem.alphabet(data.config.n_symbols),
+              "longest_trained_row": row_length(data.config.train_max),
+              "longest_eval_row": row_length(data.config.test_max), "causal": float(causal)}
+    return [{"split": "task", "length": "all", "metric": k, "value": float(v)} for k, v in values.items()]

@@ -125,14 +125,8 @@ class LengthTask(Task):
     def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
         from pelab.tasks.length.evaluate import evaluate
 
-        rows = evaluate(cfg, model, data, device, causal=self.causal,
+        return evaluate(cfg, model, data, device, causal=self.causal,
                         row_length=lambda n: self.row_length(data.config, n))
-        # the task's facts the report states (it reads records, not the task): chance per answer symbol, the longest
-        # trained and evaluated rows in positions, the attention form
-        facts = {"chance": 1.0 / data.problem.alphabet(data.config.n_symbols),
-                 "longest_trained_row": self.row_length(data.config, data.config.train_max),
-                 "longest_eval_row": self.row_length(data.config, data.config.test_max), "causal": float(self.causal)}
-        return rows + [{"split": "task", "length": "all", "metric": k, "value": float(v)} for k, v in facts.items()]
 
 
 def _task_class(problem: str, causal: bool) -> type[LengthTask]:
