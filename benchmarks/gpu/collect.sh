@@ -27,7 +27,7 @@ if [ -n "${OUT:-}" ]; then
   cp "$LOG/repro.log" "$LOG/stage_times.json" "$OUT/"
   [ -f "$LOG/gpu.csv" ] && cp "$LOG/gpu.csv" "$OUT/"
   if [ -f reports/report.md ]; then
-    cp reports/report.md reports/summary.json params.yaml "$OUT/"
+    cp reports/report.md reports/summary.json reports/study.json params.yaml "$OUT/"
     tar -czf "$OUT/figures.tar.gz" reports/figures
     tar -czf "$OUT/metrics.tar.gz" reports/metrics reports/plots dvc.lock
   fi
