@@ -366,7 +366,7 @@ def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_b
     n_max, train_max = cfg.data.test_max, cfg.data.train_max
     for split in ("test_pi", "test_ntk"):
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(train_max + 1, n_max + 1))
-    assert {r["split"] for r in rows if r["length"] == "all"} == {"in", "beyond", "beyond_pi", "beyond_ntk"}
+    assert {r["split"] for r in rows if r["length"] == "all"} == {"in", "beyond", "beyond_pi", "beyond_ntk", "task"}
     # interpolation maps the longest test row into the trained rows' range of positions
     trained, longest = task.row_length(cfg.data, train_max), task.row_length(cfg.data, n_max)
     pi = model.pe.extended(interpolation_factor=longest / trained)
@@ -374,7 +374,7 @@ def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_b
     # a model without RoPE gets no extension rows
     plain = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
     rows = evaluate(cfg, plain, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert {r["split"] for r in rows} == {"test", "in", "beyond"}
+    assert {r["split"] for r in rows} == {"test", "in", "beyond", "task"}
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -512,7 +512,7 @@ def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     data = length_data.load(tmp_path / "data")
     model = task.build_model(cfg.model, "xpos", cfg.options("xpos"), 0, task.data_info(data))
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert {r["split"] for r in rows} == {"test", "in", "beyond"}
+    assert {r["split"] for r in rows} == {"test", "in", "beyond", "task"}
     records = pd.DataFrame([{"task": "t", "pe": pe, "seed": 0, "split": split, "length": "all",
                              "metric": "token_accuracy", "value": value}
                             for pe, value in (("rope", 0.5), ("xpos", 0.9)) for split in ("beyond", "beyond_pi")])
