@@ -20,7 +20,10 @@ def study(repo_root, tmp_path_factory):
     full = compose_params(repo_root / "conf", [])  # the defaults: pe=all, every task, five seeds, profile full
     overrides = ["profile=smoke", f"length_tasks=[{','.join(full['length_tasks'])}]",
                  f"length_schemes=[{','.join(full['length_schemes'])}]", f"lm_tasks=[{','.join(full['lm_tasks'])}]",
-                 f"lm_schemes=[{','.join(full['lm_schemes'])}]"]
+                 f"lm_schemes=[{','.join(full['lm_schemes'])}]",
+                 # per-scheme learning rates for every scheme of every study: both main tasks, one length task, the LM
+                 f"tune.tasks=[{','.join(full['tasks'])}]", f"tune.length_tasks=[{full['length_tasks'][0]}]",
+                 "tune.lm_tasks=[lm]"]
     dest = copy_worktree(repo_root, tmp_path_factory.mktemp("default_study") / "repo")
     run(["pelab", "compose", *overrides, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
@@ -34,8 +37,28 @@ def test_every_stage_of_the_default_study_runs(study):
         full["length_schemes"])
     n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])
     assert full["lm_tasks"] == ["lm"] and n_lm == 11
-    assert len(stages) == len(full["tasks"]) + len(full["length_tasks"]) + 1 + 2 * (n_main + n_length + n_lm) + 2
+    n_tuned = n_main + len(full["length_schemes"]) + n_lm  # a tune and an evaluate_tuned stage each
+    assert len(stages) == (len(full["tasks"]) + len(full["length_tasks"]) + 1 + 2 * (n_main + n_length + n_lm) + 2
+                           + 2 * n_tuned)
     assert ran(out, "") == stages
+
+
+def test_every_scheme_of_every_study_is_ranked_at_its_tuned_rate(study):
+    project, full, _ = study
+    tuning = json.loads((project / "reports/tuning.json").read_text())
+    tuned = {**{t: full["pe"]["schemes"] for t in full["tasks"]}, full["length_tasks"][0]: full["length_schemes"],
+             "lm": full["lm_schemes"]}
+    assert sorted(tuning["tasks"]) == sorted(tuned)
+    report = (project / "reports/report.md").read_text()
+    section = report[report.index("## Does the ranking survive per-scheme learning rates?"):]
+    for task, schemes in tuned.items():
+        table = tuning["tasks"][task]
+        assert sorted(table["schemes"]) == sorted(schemes), task
+        for scheme, entry in table["schemes"].items():
+            assert entry["chosen_scale"] in (0.5, 1.0, 2.0) and len(entry["tuned"]["per_seed"]) == len(full["seeds"])
+            assert entry["val_loss"][f"x{entry['chosen_scale']:g}"] == min(entry["val_loss"].values())
+            assert (project / "runs/tuned" / task / scheme / "seed_4" / "model.pt").exists()
+        assert f"**{task}**" in section
 
 
 def test_the_report_and_metrics_name_every_scheme_of_every_task(study):

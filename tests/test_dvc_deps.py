@@ -103,7 +103,8 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
     params = compose_params(ROOT / "conf", [])
     context = {"tasks": params["tasks"], "pe.schemes": params["pe"]["schemes"], "length_tasks": params["length_tasks"],
                "length_schemes": params["length_schemes"], "lm_tasks": params["lm_tasks"],
-               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"]}
+               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"],
+               **{f"tune.{key}": params["tune"][key] for key in ("tasks", "length_tasks", "lm_tasks")}}
     out = []
     for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
         if "foreach" in stage:
@@ -132,7 +133,7 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
     script = ROOT / stage["cmd"].split()[1]
     task = item.get("task", item.get(""))
     scheme = item.get("scheme")
-    evaluation = not name.startswith(("train", "prepare"))
+    evaluation = not name.startswith(("train", "prepare", "tune"))
     deps = [ROOT / d for d in stage.get("deps", [])]
     missing = sorted(str(path.relative_to(ROOT)) for path in closure(script, task, scheme, evaluation)
                      if not any(path == dep or dep in path.parents for dep in deps))

@@ -49,6 +49,18 @@ def test_no_workers_is_refused_with_one_line():
 def test_a_shard_runs_its_studies_evaluation_and_its_own_choice_replaces_the_user_s():
     shard = ["pe=[rope]", "length_tasks=[]", "lm_schemes=[alibi]"]
     assert shard_targets(shard) == ["evaluate", "evaluate_lm"]
+    tuned = {"tune": {"tasks": ["copy"], "length_tasks": ["reverse"], "lm_tasks": []}}
+    assert shard_targets(shard, tuned) == ["evaluate", "evaluate_lm", "evaluate_tuned"]
+
+
+def test_a_shard_that_leaves_a_tuned_study_out_tunes_none_of_it():
+    composed = {"tasks": ["copy"], "pe": {"schemes": ["none", "rope"]}, "length_tasks": ["reverse"],
+                "length_schemes": ["rope"], "lm_tasks": [],
+                "tune": {"tasks": ["copy"], "length_tasks": ["reverse"], "lm_tasks": []}}
+    assert shard_overrides(composed, 3) == [
+        ["pe=[none]", "length_tasks=[]", "tune.length_tasks=[]", "lm_tasks=[]"],
+        ["pe=[rope]", "length_tasks=[]", "tune.length_tasks=[]", "lm_tasks=[]"],
+        ["tasks=[]", "tune.tasks=[]", "length_schemes=[rope]", "lm_tasks=[]"]]
     user = ["profile=quick", "pe.schemes=[none,rope]", "+pe.selected.x=y", "length_tasks=[reverse]", "seeds=[0]",
             "lm.train.steps=10"]
     assert without_keys(user, {"pe", "length_tasks", "lm_schemes"}) == ["profile=quick", "seeds=[0]",

@@ -20,6 +20,7 @@ from pelab.runner.checkpoint import run_dir
 from pelab.stats import metric_summary
 from pelab.tasks import get_task
 from pelab.tasks.base import HELD_OUT_LOSSES
+from pelab.tuned_ranking import tuning_table
 
 RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
 
@@ -99,10 +100,12 @@ def curve_means(curves: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: Path, summary_path: Path,
-              records_path: Path, plots_dir: Path, study_path: Path | None = None) -> None:
+              records_path: Path, plots_dir: Path, study_path: Path | None = None,
+              tuning_path: Path | None = None) -> None:
     """Write metrics_dir/<task>/<scheme>.json (key metrics), summary_path (every headline statistic),
-    records_path (every record), plots_dir (curves for ``dvc plots``) and study_path (the study's params as plain
-    data, ``Params.to_dict``: what the report reads instead of running the params' task code)."""
+    records_path (every record), plots_dir (curves for ``dvc plots``), study_path (the study's params as plain
+    data, ``Params.to_dict``: what the report reads instead of running the params' task code) and tuning_path (the
+    ranking at the shared and at the tuned learning rates, ``pelab.tuned_ranking``)."""
     records = load_records(params, runs_root, results_root)
     curves = load_curves(params, runs_root)
     summary = summary_table(records)
@@ -113,6 +116,8 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
     io.write_json(summary_path, summary)
     if study_path is not None:
         io.write_json(study_path, params.to_dict())
+    if tuning_path is not None:
+        io.write_json(tuning_path, tuning_table(params, runs_root, results_root))
     records_path.parent.mkdir(parents=True, exist_ok=True)
     records.to_csv(records_path, index=False)
     with io.atomic_dir(plots_dir) as tmp:

@@ -15,6 +15,7 @@ from typing import Any
 # A run's directory (``runs/<task>/<scheme>/seed_<k>/``, ``pelab.runner.checkpoint``) and its evaluation's
 # (``results/<task>/<scheme>/seed_<k>/``): the file names every reader shares.
 RUN_FILE, WEIGHTS = "run.json", "model.pt"
+CHOICE_FILE = "choice.json"  # a learning-rate sweep's losses per scale and chosen rate (pelab.runner.tune)
 PROBE_FILE = "probe.pt"  # the per-run probe's captures (``pelab.probe.captures``), beside records.jsonl
 
 

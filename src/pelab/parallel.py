@@ -33,14 +33,20 @@ class Study:
     drop: str  # the override that leaves it out
     prepare: str  # its prepare and evaluation stage groups in dvc.yaml
     evaluate: str
+    tune: str  # the params list of its tuned tasks (``tune.tasks``, …), and their evaluation stage group
+    evaluate_tuned: str
+
+    def tuned(self, composed: dict[str, Any]) -> bool:
+        return bool((composed.get("tune") or {}).get(self.tune.removeprefix("tune.")))
 
 
 STUDIES = (
-    Study(lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]", "prepare", "evaluate"),
+    Study(lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]", "prepare", "evaluate",
+          "tune.tasks", "evaluate_tuned"),
     Study(lambda p: p.get("length_schemes", []) if p.get("length_tasks") else [], "length_schemes",
-          "length_tasks=[]", "prepare_length", "evaluate_length"),
+          "length_tasks=[]", "prepare_length", "evaluate_length", "tune.length_tasks", "evaluate_tuned_length"),
     Study(lambda p: p.get("lm_schemes", []) if p.get("lm_tasks") else [], "lm_schemes", "lm_tasks=[]",
-          "prepare_lm", "evaluate_lm"),
+          "prepare_lm", "evaluate_lm", "tune.lm_tasks", "evaluate_tuned_lm"),
 )
 RAN_STAGE = re.compile(r"Running stage '([^']+)'")
 DONE = ("Success", "Failed")
@@ -58,13 +64,23 @@ def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
         for scheme in study.schemes_of(composed):
             shards[turn % workers].setdefault(study.key, []).append(scheme)
             turn += 1
-    return [[f"{s.key}=[{','.join(shard[s.key])}]" if s.key in shard else s.drop for s in STUDIES]
-            for shard in shards if shard]
+    out = []
+    for shard in (shard for shard in shards if shard):
+        overrides = []
+        for s in STUDIES:
+            if s.key in shard:
+                overrides.append(f"{s.key}=[{','.join(shard[s.key])}]")
+            else:  # a study left out is tuned nowhere either
+                overrides += [s.drop, *([f"{s.tune}=[]"] if s.tuned(composed) else [])]
+        out.append(overrides)
+    return out
 
 
-def shard_targets(shard: Sequence[str]) -> list[str]:
-    """The evaluation stage groups a shard runs (with their training and prepare stages upstream)."""
-    return [s.evaluate for s in STUDIES if any(o.startswith(f"{s.key}=[") for o in shard)]
+def shard_targets(shard: Sequence[str], composed: dict[str, Any] | None = None) -> list[str]:
+    """The evaluation stage groups a shard runs (with their training and prepare stages upstream): its studies'
+    and, where ``composed`` tunes a study, the tuned runs' (``evaluate_tuned*``, upstream the sweeps)."""
+    mine = [s for s in STUDIES if any(o.startswith(f"{s.key}=[") for o in shard)]
+    return [s.evaluate for s in mine] + [s.evaluate_tuned for s in mine if composed and s.tuned(composed)]
 
 
 def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:
@@ -97,7 +113,8 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
     for name, shard in zip(names, shards):
         echo(f"queue {name}: {' '.join(shard)}")
         mine = without_keys(overrides, {o.split("=", 1)[0] for o in shard})
-        _dvc(["exp", "run", "--queue", "-n", name, *_flags([*mine, *shard]), *shard_targets(shard)], cwd)
+        _dvc(["exp", "run", "--queue", "-n", name, *_flags([*mine, *shard]), *shard_targets(shard, composed)],
+             cwd)
     threads = max(1, (os.cpu_count() or 1) // len(shards))
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
     _dvc(["queue", "start", "-j", str(len(shards))], cwd, env=env)

@@ -7,7 +7,7 @@ one line naming the key and the valid choices.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,17 @@ from pelab.config import check_device
 from pelab.positional import check_scheme, scheme_names, scheme_options
 from pelab.tasks import get_task, task_names
 from pelab.tasks.base import TaskConfig
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Params ``tune``: the per-scheme learning-rate sweep (``pelab.runner.tune``). Each (task, scheme) of the tasks
+    listed trains seed ``seed`` at the task's ``train.lr`` times each of ``scales`` on the task's tuning split (no
+    test data), keeps the rate with the lowest final validation loss, then trains every seed at it."""
+
+    scales: tuple[float, ...] = (0.5, 1.0, 2.0)
+    seed: int = 0
+    tasks: tuple[str, ...] = ()  # main, length and LM tasks together (params lists them per study, for dvc.yaml)
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class Params:
     length_schemes: tuple[str, ...] = ()  # the length study's schemes
     lm_tasks: tuple[str, ...] = ()  # the language-model study's task (also in ``tasks``)
     lm_schemes: tuple[str, ...] = ()  # the language-model study's schemes
+    tune: Tuning = field(default_factory=Tuning)
 
     def schemes_of(self, task: str) -> tuple[str, ...]:
         """The schemes ``task`` is run with: ``length_schemes`` for the length study, ``lm_schemes`` for the LM
@@ -51,6 +63,14 @@ class Params:
             raise ValueError(f"task {name!r} is not in this study's tasks; valid choices: {', '.join(self.tasks)}")
         return self.task_configs[name]
 
+    def at_lr_scale(self, task: str, scale: float) -> Params:
+        """These params with ``task``'s learning rate multiplied by ``scale`` (the tuning sweep's runs)."""
+        cfg = self.task(task)
+        if scale == 1.0:
+            return self
+        cfg = replace(cfg, train=replace(cfg.train, lr=cfg.train.lr * scale))
+        return replace(self, task_configs={**self.task_configs, task: cfg})
+
     def to_dict(self) -> dict[str, Any]:
         """The study as plain data (JSON): every list above and each task's resolved sections and scheme options,
         what the aggregate stage writes as ``reports/study.json`` for the report (``pelab.report.study``)."""
@@ -62,6 +82,7 @@ class Params:
                 "seeds": list(self.seeds), "reference": self.reference,
                 "length_tasks": list(self.length_tasks), "length_schemes": list(self.length_schemes),
                 "lm_tasks": list(self.lm_tasks), "lm_schemes": list(self.lm_schemes),
+                "tune": {"scales": list(self.tune.scales), "seed": self.tune.seed, "tasks": list(self.tune.tasks)},
                 "task_configs": {name: task_dict(cfg) for name, cfg in self.task_configs.items()}}
 
 
@@ -129,7 +150,40 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,
         length_tasks=length_tasks, length_schemes=length_schemes, lm_tasks=lm_tasks, lm_schemes=lm_schemes,
+        tune=parse_tuning(raw.get("tune"), {"tasks": tasks[:len(tasks) - len(length_tasks) - len(lm_tasks)],
+                                            "length_tasks": length_tasks, "lm_tasks": lm_tasks}),
     )
+
+
+TUNE_LISTS = ("tasks", "length_tasks", "lm_tasks")  # params tune.<list>: the tuned tasks of each study
+
+
+def parse_tuning(raw: dict[str, Any] | None, studies: dict[str, tuple[str, ...]]) -> Tuning:
+    """Validate params ``tune``; ``studies``: each study's tasks (``tune.tasks`` must be a subset of ``tasks``,
+    ``tune.length_tasks`` of ``length_tasks``, ``tune.lm_tasks`` of ``lm_tasks``)."""
+    raw = dict(raw or {})
+    unknown = sorted(set(raw) - {"scales", "seed", *TUNE_LISTS})
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown} in tune; valid keys: {', '.join(['scales', 'seed', *TUNE_LISTS])}")
+    scales = tuple(raw.get("scales") or Tuning.scales)
+    if not all(isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 for s in scales):
+        raise ValueError(f"tune.scales must be numbers > 0 (multiples of each task's train.lr), got {list(scales)}")
+    scales = tuple(float(s) for s in scales)
+    if 1.0 not in scales or len(set(scales)) != len(scales):
+        raise ValueError(f"tune.scales must be distinct and include 1.0 (the shared rate), got {list(scales)}")
+    seed = raw.get("seed", Tuning.seed)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"tune.seed must be an integer >= 0, got {seed!r}")
+    tuned: list[str] = []
+    for key in TUNE_LISTS:
+        for name in (str(t) for t in raw.get(key) or ()):
+            if name not in studies[key]:
+                raise ValueError(f"tune.{key} lists {name!r}, which is not in {key}; valid choices: "
+                                 f"{', '.join(studies[key]) or '(none: ' + key + ' is empty)'}")
+            if name in tuned:
+                raise ValueError(f"tune.{key} lists {name!r} twice")
+            tuned.append(name)
+    return Tuning(scales=tuple(sorted(scales)), seed=seed, tasks=tuple(tuned))
 
 
 def load_params(path: str | Path = "params.yaml", *, check_cuda: bool = True) -> Params:

@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from pelab import io
-from pelab.report import analyses, copy, diagnostics, length, lm, translation
+from pelab.report import analyses, copy, diagnostics, length, lm, translation, tuning
 from pelab.report.analyses import (
     anchors,
     attention,
@@ -52,6 +52,7 @@ SECTIONS: list[Callable[[ReportContext], list[str]]] = [
     length.section,
     lm.section,
     diagnostics.section,
+    tuning.section,
 ]
 
 
@@ -80,13 +81,14 @@ def header(ctx: ReportContext) -> list[str]:
 
 def build_report(
     params: Study, records_path: Path, plots_dir: Path, runs_dir: Path, figures_dir: Path, out_path: Path,
-    results_dir: Path | None = None,
+    results_dir: Path | None = None, tuning_path: Path | None = None,
 ) -> None:
     setup()
     records = pd.read_csv(records_path, dtype={"length": str})
     curves = pd.read_csv(plots_dir / "curves_per_seed.csv")
     with io.atomic_dir(figures_dir) as tmp, torch.no_grad():
-        ctx = ReportContext(params, records, curves, runs_dir, results_dir, tmp)
+        tuning_table = io.read_json(tuning_path) if tuning_path is not None else None
+        ctx = ReportContext(params, records, curves, runs_dir, results_dir, tmp, tuning_table)
         ctx.link = Path(figures_dir).name  # figures are drawn into a temporary directory, linked by their final name
         lines = header(ctx)
         for section in tqdm(SECTIONS, desc="report", unit="section", leave=False):

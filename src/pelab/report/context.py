@@ -17,8 +17,9 @@ from pelab.report.study import Study
 
 class ReportContext:
     def __init__(self, params: Study, records: pd.DataFrame, curves: pd.DataFrame, runs_root: Path,
-                 results_root: Path | None, figures_dir: Path) -> None:
+                 results_root: Path | None, figures_dir: Path, tuning: dict[str, Any] | None = None) -> None:
         self.params = params
+        self.tuning = tuning  # reports/tuning.json (pelab.tuned_ranking), None if not given
         self.records = records
         self.curves = curves
         self.runs_root = Path(runs_root)

@@ -45,6 +45,7 @@ class Study:
         self.length_schemes = tuple(raw["length_schemes"])
         self.lm_tasks = tuple(raw["lm_tasks"])
         self.lm_schemes = tuple(raw["lm_schemes"])
+        self.tune = _namespace(raw.get("tune") or {"scales": [1.0], "seed": 0, "tasks": []})
         self._tasks = {name: TaskView(name, cfg) for name, cfg in raw["task_configs"].items()}
 
     @classmethod

@@ -37,6 +37,12 @@ def position_snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().cpu().clone() for name, p in pe.named_parameters()}
 
 
+def draws_random_numbers(cfg, scheme: str) -> bool:
+    """Whether training draws random numbers (dropout, randomized positions): a seed's draws then depend on the
+    stack of seeds it trains in."""
+    return getattr(cfg.model, "dropout", 0.0) > 0 or draws_positions(scheme)
+
+
 def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: str | Path, out_dir: str | Path,
               device: str | None = None) -> dict[str, float]:
     """Train one seed into ``out_dir`` (which appears only when complete); returns the run's cost record."""
@@ -46,7 +52,8 @@ def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: 
 def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int], data_dir: str | Path,
                out_dirs: Sequence[str | Path], device: str | None = None,
                live_dirs: Sequence[str | Path] | None = None, stack: bool | None = None,
-               kept: str | Path | None = None, save_every_s: float = 300.0) -> list[dict[str, float]]:
+               kept: str | Path | None = None, save_every_s: float = 300.0,
+               tuning: bool = False) -> list[dict[str, float]]:
     """Train one run per seed into ``out_dirs`` (each appears only when complete); returns their cost records.
 
     ``live_dirs``, if given, receive each seed's training curves as they are logged (DVCLive, ``runner.live``).
@@ -62,11 +69,15 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     from exactly what it would be trained from now, is restored instead of trained; every run trained here is
     kept there; and the training in progress saves its state there every ``save_every_s`` seconds, so that a
     killed stage continues from it.
+
+    ``tuning``: train on the task's tuning data (``Task.tuning_data``: no test rows; its validation loss is what
+    the learning-rate sweep, ``runner.tune``, selects on).
     """
     task, cfg = get_task(task_name), params.task(task_name)
     check_scheme(scheme)
     dev = pick_device(device or params.device)
     data = task.load_data(Path(data_dir))
+    data, whole = (task.tuning_data(cfg, data) if tuning else data), data
     info = task.data_info(data)
     options = cfg.options(scheme)
     use_deterministic_algorithms()
@@ -78,11 +89,13 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     # what a run is trained from: a kept run or a saved state is reused only if this still matches
     identity = {"task": task_name, "scheme": scheme, "model": to_dict(cfg.model), "train": to_dict(cfg.train),
                 "options": to_dict(options), "info": info, "precision": precision(dev)}
+    if data is not whole:  # trained on part of the training split: never restored as an ordinary run
+        identity["tuning"] = True
     if store is not None:
         identity["fingerprint"] = fingerprint(data_dir)
     # where training draws random numbers (dropout, randomized positions), a seed's draws depend on the stack it
     # trains in (vmap's per-seed streams): a kept run is then restored only if it trained in the same stack
-    draws = getattr(cfg.model, "dropout", 0.0) > 0 or draws_positions(scheme)
+    draws = draws_random_numbers(cfg, scheme)
     if stack is None:  # on the CPU not where training draws: there adding a seed trains only that seed
         stack = dev.type == "cuda" or (task.batch_padding is None and task.stack_on_cpu and not draws)
     stack = stack and task.vectorises

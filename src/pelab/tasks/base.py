@@ -64,6 +64,9 @@ class Task(ABC):
     # name in reports/metrics/<task>/<scheme>.json (what `dvc metrics show` prints, a handful per task) ->
     # (the splits to look for, first found wins; the metric)
     key_metrics: ClassVar[dict[str, tuple[tuple[str, ...], str]]]
+    # the key metric schemes are ranked by when their learning rates are tuned (reports/tuning.json), and whether
+    # higher is better
+    ranked_by: ClassVar[tuple[str, bool]]
     # whether the task's model asks a randomized scheme for its positions (pelab.positional.randomized); the
     # randomized schemes are refused elsewhere rather than silently behaving like the scheme they wrap
     draws_positions: ClassVar[bool] = False
@@ -78,6 +81,9 @@ class Task(ABC):
     batch_padding: ClassVar[tuple[int, ...] | None] = None
     # the forms of attention its models use, each scheme is built in: bidirectional (False) and/or causal (True)
     attention_forms: ClassVar[tuple[bool, ...]] = (False, True)
+    # whether ``tuning_data`` is the data itself (a validation split held out from training): the learning-rate
+    # sweep's runs are then ordinary runs, shared with the train and tuned runs at the same rate (pelab.runner.tune)
+    tunes_on_validation_split: ClassVar[bool] = False
     # the params section the task reads, when tasks share one (the length study's ``length:``); else its name
     section: ClassVar[str | None] = None
 
@@ -162,6 +168,14 @@ class Task(ABC):
         """Called at every log step: entries added to the training history, one of ``HELD_OUT_LOSSES``: ``val_loss``
         on a validation split or ``test_loss`` on test sequences (tasks without a validation split)."""
         return None
+
+    def tuning_data(self, cfg: TaskConfig, data: Any) -> Any:
+        """The data a learning-rate sweep trains and selects on (``pelab.runner.tune``): training rows and a
+        validation split on which ``validation`` then logs ``val_loss``, and no test rows. A task with a validation
+        split returns ``data``; one without carves it out of its training split."""
+        if self.tunes_on_validation_split:
+            return data
+        raise ValueError(f"task {self.name!r} has no validation split to tune the learning rate on")
 
     def train_summary(self, cfg: TaskConfig, data: Any) -> dict[str, float]:
         """Extra numbers about a training run (e.g. epochs) for its cost record."""

@@ -21,6 +21,7 @@ from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
 VAL_EXAMPLES = 256  # held-out sequences behind the validation-loss curve
 PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
+TUNING_SHARE = 0.05  # of each length's training sequences: the learning-rate sweep's validation split
 
 
 def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
@@ -50,6 +51,7 @@ class CopyTask(Task):
     headline = {"test": ["exact_match", "token_accuracy"], "test_long": ["exact_match", "token_accuracy"]}
     key_metrics = {"exact": (("test",), "exact_match"), "exact_long": (("test_long",), "exact_match"),
                    "token_long": (("test_long",), "token_accuracy")}
+    ranked_by = ("token_long", True)
 
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         copy_data.prepare(cfg.data, out_dir)
@@ -89,7 +91,26 @@ class CopyTask(Task):
     def loss(self, cfg: TaskConfig):
         return copy_loss
 
+    def tuning_data(self, cfg: TaskConfig, data: CopyData) -> CopyData:
+        """The last ``TUNING_SHARE`` of each length's training sequences (none of a length with fewer than 20)
+        as the split ``val``; the rest as ``train``; no test splits."""
+        train = data["train"]
+        held = torch.zeros(len(train), dtype=torch.bool)
+        for length in train.lengths.unique().tolist():
+            rows = (train.lengths == length).nonzero().flatten()  # (n_length,)
+            held[rows[len(rows) - int(len(rows) * TUNING_SHARE):]] = True
+        if not held.any():
+            raise ValueError(f"copy: too few training sequences ({len(train)}) to hold out a tuning split")
+
+        def part(mask: torch.Tensor) -> CopySplit:
+            return CopySplit(train.inputs[mask], train.targets[mask], train.lengths[mask])
+
+        return CopyData({"train": part(~held), "val": part(held)}, data.meta)
+
     def validation(self, cfg: TaskConfig, data: CopyData, device: torch.device):
+        if "val" in data.splits:  # the tuning split (``tuning_data``): the learning-rate sweep selects on it
+            val = data["val"]
+            return lambda model: {"val_loss": held_out_loss(model, val, device)}
         # A fixed slice of the held-out test split, cheap enough for every log step; named for what it is (the
         # copy data has no validation split, and no choice in training reads this curve).
         test = data["test"]

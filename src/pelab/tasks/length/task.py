@@ -51,6 +51,7 @@ class LengthTask(Task):
     headline = {"in": ["exact_match", "token_accuracy"], "beyond": ["exact_match", "token_accuracy"]}
     key_metrics = {"exact": (("in",), "exact_match"), "exact_long": (("beyond",), "exact_match"),
                    "token_long": (("beyond",), "token_accuracy")}
+    ranked_by = ("token_long", True)
 
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         length_data.prepare(self.problem, cfg.data, out_dir)
@@ -96,22 +97,36 @@ class LengthTask(Task):
     def loss(self, cfg: TaskConfig):
         return length_loss
 
+    def tuning_data(self, cfg: TaskConfig, data: LengthData) -> LengthData:
+        """Of each training length with at least two sequences, the last fifth (at least one, at most
+        ``VAL_PER_LENGTH``) as the split ``val``; the rest as ``train``; no test split."""
+        train, val = {}, {}
+        for n, sources in data.splits["train"].items():
+            k = min(VAL_PER_LENGTH, max(1, len(sources) // 5)) if len(sources) >= 2 else 0
+            train[n] = sources[:len(sources) - k]
+            if k:
+                val[n] = sources[len(sources) - k:]
+        return LengthData(data.config, data.problem, {"train": train, "val": val})
+
     def validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
-        # test sequences of the trained lengths, named for what they are (no choice in training reads the curve)
-        held_out = [rows(data, sources[:VAL_PER_LENGTH], self.causal)
-                    for n, sources in data.splits["test"].items() if n <= data.config.train_max]
+        if "val" in data.splits:  # the tuning split (``tuning_data``): the learning-rate sweep selects on it
+            key, held_out = "val_loss", [rows(data, sources, self.causal) for sources in data.splits["val"].values()]
+        else:  # test sequences of the trained lengths, named for what they are (no choice in training reads it)
+            key = "test_loss"
+            held_out = [rows(data, sources[:VAL_PER_LENGTH], self.causal)
+                        for n, sources in data.splits["test"].items() if n <= data.config.train_max]
 
         @torch.no_grad()
-        def test_loss(model: LengthTransformer) -> dict[str, float]:
+        def held_out_loss(model: LengthTransformer) -> dict[str, float]:
             model.eval()
             total = count = 0.0
             for tokens, targets in held_out:
                 with autocast(device):
                     loss, n = length_loss(model, (tokens.to(device), targets.to(device)))
                 total, count = total + float(loss) * int(n), count + int(n)
-            return {"test_loss": total / count}
+            return {key: total / count}
 
-        return test_loss
+        return held_out_loss
 
     def probe(self, cfg: TaskConfig, data: LengthData):
         """Test rows at half the longest training length, at it, halfway to the longest test length and at it."""

@@ -52,6 +52,8 @@ class LMTask(Task):
                 "beyond": ["passkey", "passkey_digits"]}
     key_metrics = {"ppl_L": (("at_L",), "ppl_window"), "ppl_4L": (("at_4L",), "ppl_window"),
                    "ppl_ratio_4L": (("at_4L",), "ppl_ratio"), "passkey_beyond": (("beyond",), "passkey")}
+    tunes_on_validation_split = True  # held out from training and from every test set
+    ranked_by = ("ppl_4L", False)  # perplexity at 4L: lower is better
 
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         lm_data.prepare(cfg.data, out_dir)

@@ -108,6 +108,8 @@ class TranslationTask(Task):
     _first = ("test_2016_flickr", "test")  # Multi30k's headline test set, else the corpus' own test split
     key_metrics = {"bleu": (_first, "bleu_beam"), "chrf": (_first, "chrf_beam"),
                    "bleu17": (("test_2017_flickr",), "bleu_beam")}
+    tunes_on_validation_split = True  # held out from training and from every test set
+    ranked_by = ("bleu", True)
 
     def check(self, cfg: TaskConfig) -> None:
         from pelab.tasks.translation.data.corpora import EVAL_SPLITS, check_corpus

@@ -1,0 +1,44 @@
+"""Stages tune@<task>-<scheme> (and tune_length@…, tune_lm@…): the scheme's own learning rate, chosen on validation
+only (``pelab.runner.tune``): seed ``tune.seed`` trains at each of ``tune.scales`` times the task's rate on the
+task's tuning data into ``SWEEPS/<task>/<scheme>/x<scale>/``, the choice lands in
+``SWEEPS/<task>/<scheme>/choice.json``, and every seed trains at the chosen rate into ``RUNS/<task>/<scheme>/seed_<k>``
+(the runs the evaluate_tuned stages score). Runs are kept under ``KEPT/<task>/<scheme>/`` like the train stage's.
+"""
+
+from pathlib import Path
+
+import click
+from _common import one_line_errors, params_option, task_option
+
+from pelab.params import load_params
+from pelab.runner.checkpoint import run_dir
+from pelab.runner.tune import tune_runs
+
+
+@click.command()
+@params_option
+@task_option
+@click.option("--scheme", required=True)
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--runs", "runs_root", required=True, type=click.Path(file_okay=False),
+              help="the tuned runs' folder (runs/tuned)")
+@click.option("--sweeps", "sweeps_root", required=True, type=click.Path(file_okay=False),
+              help="the sweeps' folder (runs/sweep)")
+@click.option("--kept", "kept_root", default=".kept", show_default=True, type=click.Path(file_okay=False),
+              help="where finished runs are kept (the train stage's folder)")
+@one_line_errors
+def main(params_path: str, task_name: str, scheme: str, data_dir: str, runs_root: str, sweeps_root: str,
+         kept_root: str) -> None:
+    params = load_params(params_path)
+    if task_name not in params.tune.tasks:
+        raise ValueError(f"task {task_name!r} is not tuned; tune lists: {', '.join(params.tune.tasks) or '(none)'}")
+    outs = [run_dir(runs_root, task_name, scheme, seed) for seed in params.seeds]
+    choice = tune_runs(params, task_name, scheme, data_dir, Path(sweeps_root) / task_name / scheme, outs,
+                       kept=Path(kept_root) / task_name / scheme)
+    losses = ", ".join(f"{name} {loss:.4f}" for name, loss in choice["val_loss"].items())
+    click.echo(f"tuned {task_name} {scheme}: validation loss {losses}; lr {choice['chosen_lr']:g} "
+               f"({choice['chosen_scale']:g} x {choice['shared_lr']:g}) for seeds {list(params.seeds)}")
+
+
+if __name__ == "__main__":
+    main()
