@@ -116,6 +116,49 @@ def test_the_rate_of_lowest_validation_loss_is_chosen_and_a_tie_goes_to_the_shar
     assert choose({0.25: 0.9, 1.0: 1.0, 2.0: 0.9}) == 2.0
 
 
+def test_a_diverged_rate_is_never_chosen_and_a_sweep_where_every_rate_diverged_fails():
+    assert choose({0.5: 1.0, 1.0: math.inf, 2.0: 0.9}) == 2.0
+    assert choose({0.5: 1.0, 1.0: math.nan, 2.0: math.inf}) == 0.5
+    with pytest.raises(ValueError, match="every learning rate of the sweep diverged"):
+        choose({0.5: math.inf, 1.0: math.nan})
+
+
+def test_the_sweep_goes_on_past_a_rate_that_diverges(tmp_path, monkeypatch):
+    import pelab.runner.tune as tune
+    from pelab.training.loop import DivergedError
+
+    params = smoke_params(tmp_path, tune={"tasks": ["copy"]})
+    get_task("copy").prepare(params.task("copy"), tmp_path / "data")
+    real = tune.train_runs
+
+    def diverging_at_2x(p, *args, **kwargs):
+        if p.task("copy").train.lr == 2 * params.task("copy").train.lr:
+            raise DivergedError("loss nan at step 3")
+        return real(p, *args, **kwargs)
+
+    monkeypatch.setattr(tune, "train_runs", diverging_at_2x)
+    choice = sweep(params, "copy", "rope", tmp_path / "data", tmp_path / "sweep")
+    assert choice["val_loss"]["x2"] is None and choice["chosen_scale"] in (0.5, 1.0)
+    assert json.loads((tmp_path / "sweep" / "choice.json").read_text())["val_loss"]["x2"] is None
+
+
+def test_a_kept_run_without_its_curves_is_not_restored_where_curves_are_asked_for(tmp_path):
+    from pelab.runner.kept_runs import KeptRuns
+
+    run = tmp_path / "run"
+    io.write_json(run / "run.json", {"seed": 0, "task": "copy"})
+    (run / "model.pt").write_bytes(b"weights")
+    store = KeptRuns(tmp_path / "kept")
+    store.keep(0, run, None)
+    assert not store.restore(0, {"task": "copy"}, tmp_path / "out", tmp_path / "live")
+    assert store.restore(0, {"task": "copy"}, tmp_path / "out", None)
+    (tmp_path / "curves").mkdir()
+    (tmp_path / "curves" / "loss.tsv").write_text("step\tloss\n0\t1.0\n")
+    store.keep(0, run, tmp_path / "curves")
+    assert store.restore(0, {"task": "copy"}, tmp_path / "out2", tmp_path / "live")
+    assert (tmp_path / "live" / "loss.tsv").read_text() == "step\tloss\n0\t1.0\n"
+
+
 def test_where_sweep_and_tuned_runs_are_kept(tmp_path):
     assert kept_folder(tmp_path, 1.0) == tmp_path  # the train stage's runs
     assert kept_folder(tmp_path, 2.0) == tmp_path / "tuned" / "x2"
@@ -174,7 +217,9 @@ def test_a_chosen_shared_rate_restores_the_shared_runs_and_another_trains_every_
     get_task("copy").prepare(params.task("copy"), tmp_path / "data")
     kept = tmp_path / ".kept" / "copy" / "rope"
     shared = [run_dir(tmp_path / "runs", "copy", "rope", seed) for seed in (0, 1)]
-    runner_train.train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", shared, device="cpu", kept=kept)
+    lives = [run_dir(tmp_path / "dvclive", "copy", "rope", seed) for seed in (0, 1)]  # as the train stage logs
+    runner_train.train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", shared, device="cpu", kept=kept,
+                            live_dirs=lives)
     real_train, trained = runner_train.train, []
 
     def recording(models, *args, **kwargs):

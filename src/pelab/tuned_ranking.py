@@ -35,15 +35,19 @@ def key_value(records: list[dict[str, Any]], splits: tuple[str, ...], metric: st
     raise ValueError(f"no {metric} on any of {list(splits)} in the run's records")
 
 
-def ranks(scores: dict[str, float], higher_is_better: bool) -> dict[str, float]:
-    """{scheme: rank} (1 = best), ties at their mean rank."""
+def ranks(scores: dict[str, float | None], higher_is_better: bool) -> dict[str, float]:
+    """{scheme: rank} (1 = best), ties at their mean rank; an undefined score (None, NaN, ±inf) ranks last."""
+    def cost(value: float | None) -> float:
+        if value is None or not math.isfinite(value):
+            return math.inf
+        return -value if higher_is_better else value
+
     names = list(scores)
-    values = rankdata([-scores[n] if higher_is_better else scores[n] for n in names], method="average")
-    return {n: float(r) for n, r in zip(names, values)}
+    return {n: float(r) for n, r in zip(names, rankdata([cost(scores[n]) for n in names], method="average"))}
 
 
-def _number(value: float) -> float | None:
-    return value if math.isfinite(value) else None  # JSON has no NaN
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None  # JSON has no NaN or infinity
 
 
 def task_ranking(params: Params, task: str, runs_root: Path, results_root: Path) -> dict[str, Any]:
@@ -58,10 +62,10 @@ def task_ranking(params: Params, task: str, runs_root: Path, results_root: Path)
         test = sign_flip_test(values["tuned"], values["shared"])
         schemes[scheme] = {
             **{k: choice[k] for k in ("val_loss", "chosen_scale", "chosen_lr", "shared_lr")},
-            **{way: {"per_seed": v, "best": max(v) if higher else min(v),
+            **{way: {"per_seed": [_number(x) for x in v], "best": _number(max(v) if higher else min(v)),
                      **{k: _number(float(x)) for k, x in metric_summary(v, metric).items() if k != "n"}}
                for way, v in values.items()},
-            "difference": {"mean": test["mean_diff"], "p": _number(test["p"])},
+            "difference": {"mean": _number(test["mean_diff"]), "p": _number(test["p"])},
         }
     order = {}
     for way in WAYS:

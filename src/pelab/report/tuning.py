@@ -12,8 +12,8 @@ from pelab.report.tables import format_p, markdown_table
 
 INTRO = ("Each scheme of a tuned task trains seed {seed} at {scales} times the task's shared learning rate on "
          "the task's tuning data: the copy and length tasks hold out part of their training sequences as its "
-         "validation split, translation and the LM study use their validation split; no test row is read. The "
-         "scale with the lowest final validation loss is chosen (a tie goes to the shared rate), then seeds {seeds} "
+         "validation split, translation and the LM study use their validation split; no test row is read for the "
+         "choice. The scale with the lowest final validation loss is chosen (a tie goes to the shared rate), then seeds {seeds} "
          "train at it on the whole training split, as the shared-rate runs do, and are scored the same way. "
          "Seeds pair across the two ways (same data order and initial weights), so each row's tuned − shared "
          "difference is paired, with the exact sign-flip p (smallest possible {min_p:.4f} at n = {n}). Ranks: 1 = "
@@ -23,9 +23,12 @@ OFF = ("Every scheme of this study trained at its task's shared learning rate: p
        "full profile tunes every task; `-S 'tune.length_tasks=[reverse]'` tunes one).")
 
 
+def _num(value: float | None, digits: int, sign: str = "") -> str:
+    return "–" if value is None else f"{value:{sign}.{digits}f}"  # None: undefined (one seed, a diverged run)
+
+
 def _fmt(entry: dict[str, Any], digits: int) -> str:
-    sd = "–" if entry["sd"] is None else f"{entry['sd']:.{digits}f}"
-    return f"{entry['mean']:.{digits}f} ± {sd}"
+    return f"{_num(entry['mean'], digits)} ± {_num(entry['sd'], digits)}"
 
 
 def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...]) -> list[str]:
@@ -35,13 +38,15 @@ def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...]) -> list
     digits = 2 if table["metric"].startswith(("bleu", "chrf", "ppl")) else 3
     rows = []
     for scheme, e in schemes.items():
-        rows.append([f"`{scheme}`", " / ".join(f"{e['val_loss'][s]:.4f}" for s in scales),
+        p = e["difference"]["p"]
+        rows.append([f"`{scheme}`", " / ".join("diverged" if e["val_loss"][s] is None else f"{e['val_loss'][s]:.4f}"
+                                               for s in scales),
                      f"{e['chosen_lr']:.3g} ({e['chosen_scale']:g}×)",
                      f"{_fmt(e['shared'], digits)} ({ranks['shared_mean'][scheme]:g})",
                      f"{_fmt(e['tuned'], digits)} ({ranks['tuned_mean'][scheme]:g})",
-                     f"{e['difference']['mean']:+.{digits}f} (p {format_p(e['difference']['p'] or float('nan'))})",
-                     f"{e['shared']['best']:.{digits}f} ({ranks['shared_best'][scheme]:g}) → "
-                     f"{e['tuned']['best']:.{digits}f} ({ranks['tuned_best'][scheme]:g})"])
+                     f"{_num(e['difference']['mean'], digits, '+')} (p {format_p(float('nan') if p is None else p)})",
+                     f"{_num(e['shared']['best'], digits)} ({ranks['shared_best'][scheme]:g}) → "
+                     f"{_num(e['tuned']['best'], digits)} ({ranks['tuned_best'][scheme]:g})"])
     header = ["scheme", f"validation loss {' / '.join(scales)}", "chosen rate", "shared rate (rank)",
               "tuned rate (rank)", "tuned − shared", "best of seeds, shared → tuned"]
     order = {way: sorted(schemes, key=lambda s, w=way: (ranks[f"{w}_mean"][s], s)) for way in ("shared", "tuned")}

@@ -24,14 +24,17 @@ from pelab import io
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
-NOT_TRAINING = ("report", "probe", "cli.py", "parallel.py")  # parts of pelab that no training stage runs
+# parts of pelab that no training stage runs or that do not change what a run is (the tuning stage's choice of rate
+# is in the run's identity): folders and modules, relative to src/pelab
+NOT_TRAINING = ("report", "probe", "cli.py", "parallel.py", "aggregate.py", "tuned_ranking.py", "runner/tune.py")
 
 
 def fingerprint(data_dir: str | Path) -> str:
     """sha256 of the prepared data's files, of every pelab module outside ``NOT_TRAINING``, and of torch's
     version: a kept run trained under another one is retrained."""
     digest = hashlib.sha256(torch.__version__.encode())
-    sources = [p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] not in NOT_TRAINING]
+    sources = [p for p in sorted(PACKAGE.rglob("*.py"))
+               if not {p.relative_to(PACKAGE).parts[0], p.relative_to(PACKAGE).as_posix()} & set(NOT_TRAINING)]
     data = sorted(p for p in Path(data_dir).rglob("*") if p.is_file())
     for root, paths in ((PACKAGE, sources), (Path(data_dir), data)):
         for path in paths:
@@ -57,7 +60,9 @@ class KeptRuns:
             return False
         if stack is not None and run.get("stack") != stack:
             return False
-        if live_dir is not None and (self.folder / f"live_{seed}").exists():
+        if live_dir is not None and not (self.folder / f"live_{seed}").exists():
+            return False  # kept without its curves: retrained, so the stage's curves are complete
+        if live_dir is not None:
             shutil.rmtree(live_dir, ignore_errors=True)
             shutil.copytree(self.folder / f"live_{seed}", live_dir)
         with io.atomic_dir(out_dir) as tmp:

@@ -25,6 +25,7 @@ from pelab.io import CHOICE_FILE
 from pelab.params import Params
 from pelab.runner.train import draws_random_numbers, train_runs
 from pelab.tasks import get_task
+from pelab.training.loop import DivergedError
 
 
 def scale_name(scale: float) -> str:
@@ -42,9 +43,19 @@ def final_val_loss(run: str | Path) -> float:
 
 
 def choose(losses: dict[float, float]) -> float:
-    """The scale of the lowest loss; among equal losses the one nearest 1 (then the smaller)."""
-    best = min(losses.values())
-    return min((s for s, loss in losses.items() if loss == best), key=lambda s: (abs(math.log(s)), s))
+    """The scale of the lowest loss; among equal losses the one nearest 1 (then the smaller). A scale whose run
+    diverged (a non-finite loss) is never chosen; if every one did, there is nothing to choose."""
+    finite = {s: loss for s, loss in losses.items() if math.isfinite(loss)}
+    if not finite:
+        raise ValueError(f"every learning rate of the sweep diverged (scales {sorted(losses)}); lower tune.scales")
+    best = min(finite.values())
+    return min((s for s, loss in finite.items() if loss == best), key=lambda s: (abs(math.log(s)), s))
+
+
+def live_dir(sweep_dir: str | Path, scale: float, seed: int, tuned: bool = False) -> Path:
+    """Where a sweep run's (or a tuned run's) training curves are logged: beside the sweep, so that a run kept in
+    the train stage's folder keeps its curves too (the train stage restores them with the run)."""
+    return Path(sweep_dir) / "live" / ("tuned" if tuned else "sweep") / scale_name(scale) / f"seed_{seed}"
 
 
 def kept_folder(kept: str | Path | None, scale: float, apart: bool = False) -> Path | None:
@@ -68,12 +79,19 @@ def sweep(params: Params, task: str, scheme: str, data_dir: str | Path, sweep_di
     losses = {}
     for scale in tune.scales:
         run = sweep_dir / scale_name(scale) / f"seed_{tune.seed}"
-        train_runs(params.at_lr_scale(task, scale), task, scheme, [tune.seed], data_dir, [run],
-                   kept=kept_folder(kept, scale, apart), tuning=True)
+        try:
+            train_runs(params.at_lr_scale(task, scale), task, scheme, [tune.seed], data_dir, [run],
+                       live_dirs=[live_dir(sweep_dir, scale, tune.seed)], kept=kept_folder(kept, scale, apart),
+                       tuning=True)
+        except DivergedError as err:  # too high a rate for this scheme: the sweep goes on without it
+            print(f"note: {task} {scheme} at {scale_name(scale)} the learning rate diverged: {err}")
+            losses[scale] = math.inf
+            continue
         losses[scale] = final_val_loss(run)
     chosen, lr = choose(losses), params.task(task).train.lr
     choice = {"task": task, "scheme": scheme, "seed": tune.seed, "shared_lr": lr,
-              "val_loss": {scale_name(s): loss for s, loss in losses.items()},
+              # a diverged run's loss as null (JSON has no infinity)
+              "val_loss": {scale_name(s): loss if math.isfinite(loss) else None for s, loss in losses.items()},
               "chosen_scale": chosen, "chosen_lr": lr * chosen}
     io.write_json(sweep_dir / CHOICE_FILE, choice)
     return choice
@@ -87,5 +105,6 @@ def tune_runs(params: Params, task: str, scheme: str, data_dir: str | Path, swee
     choice = sweep(params, task, scheme, data_dir, sweep_dir, kept)
     scale = choice["chosen_scale"]
     train_runs(params.at_lr_scale(task, scale), task, scheme, params.seeds, data_dir, out_dirs,
+               live_dirs=[live_dir(sweep_dir, scale, seed, tuned=True) for seed in params.seeds],
                kept=kept_folder(kept, scale))
     return choice
