@@ -63,6 +63,11 @@ def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...]) -> list
         every = len(moved) == len(schemes)
         named = "every scheme" if every else ", ".join(f"`{s}`" for s in moved)
         reading += f" The sweep moved the rate of {named}" + ("." if every else "; the others keep the shared rate.")
+    grid = sorted(float(name.removeprefix("x")) for name in scales)
+    edge = [s for s, e in schemes.items() if e["chosen_scale"] != 1.0 and e["chosen_scale"] in (grid[0], grid[-1])]
+    if edge:
+        reading += (f" {', '.join(f'`{s}`' for s in edge)} chose an end of the grid ({grid[0]:g}× or {grid[-1]:g}×): "
+                    "the best rate may lie beyond it (a wider `tune.scales` would tell).")
     return [f"**{task}**, {table['split']} {table['metric']} ({'higher' if table['higher_is_better'] else 'lower'} "
             "is better):", "", markdown_table(header, rows), "", reading, ""]
 
