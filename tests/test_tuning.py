@@ -296,6 +296,7 @@ def test_the_report_states_the_tuned_ranking_in_the_study_s_order(tmp_path):
     assert "| `none` | 1.0000 / 0.5000 / 0.7000 | 0.003 (1×) | 0.200 ± 0.100 (2) | 0.200 ± 0.100 (1) |" in text
     assert text.index("| `none`") < text.index("| `rope`")
     assert "shared rope > none; tuned none > rope" in text
-    assert "The sweep moved the rate of `rope`; the others keep the shared rate. `rope` chose an end of the grid" in text
+    assert ("The sweep moved the rate of `rope`; the others keep the shared rate. `rope` chose an end of the grid"
+            in text)
     ctx.tuning = {"tasks": {}}
     assert "params `tune` lists no task" in "\n".join(section(ctx))

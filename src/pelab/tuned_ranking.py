@@ -23,7 +23,7 @@ from pelab.params import Params
 from pelab.stats import metric_summary, sign_flip_test
 from pelab.tasks import get_task
 
-WAYS = ("shared", "tuned")  # the runs at the task's shared rate (results/), at the scheme's chosen rate (results/tuned/)
+WAYS = ("shared", "tuned")  # the runs at the task's shared rate (results/), at the chosen rate (results/tuned/)
 
 
 def key_value(records: list[dict[str, Any]], splits: tuple[str, ...], metric: str) -> float:
