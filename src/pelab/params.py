@@ -122,7 +122,8 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
     # `tasks`: the main study's tasks (dvc.yaml stages train@…); `length_tasks`: the length-generalisation study's
     # (train_length@…, pelab/tasks/length); `lm_tasks`: the LM study's (train_lm@lm-…). Params.tasks is all three,
     # in that order.
-    tasks = tuple(str(t) for t in raw.get("tasks") or ()) + length_tasks + lm_tasks
+    main_tasks = tuple(str(t) for t in raw.get("tasks") or ())
+    tasks = main_tasks + length_tasks + lm_tasks
     if not tasks:
         raise ValueError(f"tasks, length_tasks and lm_tasks are empty; list at least one of: "
                          f"{', '.join(task_names())}")
@@ -150,8 +151,7 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,
         length_tasks=length_tasks, length_schemes=length_schemes, lm_tasks=lm_tasks, lm_schemes=lm_schemes,
-        tune=parse_tuning(raw.get("tune"), {"tasks": tasks[:len(tasks) - len(length_tasks) - len(lm_tasks)],
-                                            "length_tasks": length_tasks, "lm_tasks": lm_tasks}),
+        tune=parse_tuning(raw.get("tune"), {"tasks": main_tasks, "length_tasks": length_tasks, "lm_tasks": lm_tasks}),
     )
 
 

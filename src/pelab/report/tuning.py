@@ -32,10 +32,10 @@ def _fmt(entry: dict[str, Any], digits: int) -> str:
     return f"{_num(entry['mean'], digits)} ± {_num(entry['sd'], digits)}"
 
 
-def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...]) -> list[str]:
-    """``order``: the study's schemes, in the order params lists them."""
+def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...], grid: list[float]) -> list[str]:
+    """``order``: the study's schemes, in the order params lists them; ``grid``: the sweep's scales."""
     schemes, ranks = {s: table["schemes"][s] for s in order if s in table["schemes"]}, table["ranks"]
-    scales = list(next(iter(schemes.values()))["val_loss"])
+    scales = [f"x{s:g}" for s in grid]  # the keys of each scheme's val_loss (pelab.runner.tune.scale_name)
     digits = 2 if table["metric"].startswith(("bleu", "chrf", "ppl")) else 3
     rows = []
     for scheme, e in schemes.items():
@@ -64,7 +64,6 @@ def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...]) -> list
         every = len(moved) == len(schemes)
         named = "every scheme" if every else ", ".join(f"`{s}`" for s in moved)
         reading += f" The sweep moved the rate of {named}" + ("." if every else "; the others keep the shared rate.")
-    grid = sorted(float(name.removeprefix("x")) for name in scales)
     edge = [s for s, e in schemes.items() if e["chosen_scale"] != 1.0 and e["chosen_scale"] in (grid[0], grid[-1])]
     if edge:
         reading += (f" {', '.join(f'`{s}`' for s in edge)} chose an end of the grid ({grid[0]:g}× or {grid[-1]:g}×): "
@@ -82,7 +81,7 @@ def section(ctx: ReportContext) -> list[str]:
     lines += [INTRO.format(seed=tuning["seed"], scales=" / ".join(f"{s:g}" for s in tuning["scales"]),
                            seeds=tuning["seeds"], min_p=2 / 2**n, n=n), ""]
     for task in (t for t in ctx.params.tune.tasks if t in tuning["tasks"]):
-        lines += task_lines(task, tuning["tasks"][task], ctx.params.schemes_of(task))
+        lines += task_lines(task, tuning["tasks"][task], ctx.params.schemes_of(task), sorted(tuning["scales"]))
     for study, mrr in tuning["mrr"].items():
         if len(mrr["tasks"]) < 2:
             continue

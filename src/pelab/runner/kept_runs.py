@@ -60,9 +60,9 @@ class KeptRuns:
             return False
         if stack is not None and run.get("stack") != stack:
             return False
-        if live_dir is not None and not (self.folder / f"live_{seed}").exists():
-            return False  # kept without its curves: retrained, so the stage's curves are complete
         if live_dir is not None:
+            if not (self.folder / f"live_{seed}").exists():
+                return False  # kept without its curves: retrained, so the stage's curves are complete
             shutil.rmtree(live_dir, ignore_errors=True)
             shutil.copytree(self.folder / f"live_{seed}", live_dir)
         with io.atomic_dir(out_dir) as tmp:
