@@ -623,9 +623,11 @@ def test_tiny_study_end_to_end(multi30k_dir, repo_root, tmp_path):
                          for seed in (0, 1)])
     overall = records[records["length"] == "all"]
     for split in ("test_2016_flickr", "test_2017_flickr"):
-        for metric in ("bleu_beam", "chrf_greedy", "nltk_bleu_beam", "nltk_char_bleu_greedy"):
+        for metric in ("bleu_beam", "chrf_greedy", "nltk_bleu_beam", "nltk_char_bleu_beam"):
             values = overall[(overall["split"] == split) & (overall["metric"] == metric)]["value"]
             assert len(values) == 2 and values.between(0, 100).all(), (split, metric)
+        assert overall[(overall["split"] == split) & overall["metric"].str.startswith("nltk")]["metric"].str.endswith(
+            "_beam").all()  # NLTK scores the beam output only (the report reads no other)
     assert set(records["length"]) >= {"all", "1-10"}
     captured = torch.load(tmp_path / "results/translation/rope/seed_1/probe.pt", weights_only=True)
     source, target = len(captured["src_labels"]), len(captured["tgt_labels"])

@@ -66,14 +66,14 @@ def nltk_char_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> floa
     return 100.0 * float(score)
 
 
-def score_corpus(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[dict[str, float], dict[str, str]]:
-    """{"bleu", "chrf", "nltk_bleu", "nltk_char_bleu"} (all 0–100) and the sacreBLEU signatures."""
+def score_corpus(hypotheses: Sequence[str], references: Sequence[str],
+                 nltk: bool = True) -> tuple[dict[str, float], dict[str, str]]:
+    """{"bleu", "chrf"} and, with ``nltk``, {"nltk_bleu", "nltk_char_bleu"} (all 0–100), and the sacreBLEU
+    signatures."""
     bleu, bleu_signature = sacrebleu_score(hypotheses, references)
     chrf, chrf_signature = chrf_score(hypotheses, references)
-    scores = {
-        "bleu": bleu,
-        "chrf": chrf,
-        "nltk_bleu": nltk_word_bleu(hypotheses, references),
-        "nltk_char_bleu": nltk_char_bleu(hypotheses, references),
-    }
+    scores = {"bleu": bleu, "chrf": chrf}
+    if nltk:
+        scores.update(nltk_bleu=nltk_word_bleu(hypotheses, references),
+                      nltk_char_bleu=nltk_char_bleu(hypotheses, references))
     return scores, {"bleu": bleu_signature, "chrf": chrf_signature}

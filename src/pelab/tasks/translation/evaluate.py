@@ -77,7 +77,7 @@ def _write_lines(path: Path, lines: Sequence[str]) -> None:
 def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslation, device: torch.device,
              out_dir: Path) -> list[dict[str, Any]]:
     """Rows {split, length, metric, value}. Per evaluation split and decoding (greedy, beam): ``bleu_<decoding>``,
-    ``chrf_…``, ``nltk_bleu_…``, ``nltk_char_bleu_…``, ``hyp_length_…`` (mean words per hypothesis) with length
+    ``chrf_…``, ``nltk_bleu_beam``, ``nltk_char_bleu_beam``, ``hyp_length_…`` (mean words per hypothesis) with length
     "all", ``bleu_<decoding>`` per source-length bucket (length = "1-10", …) and the decoding time. Also writes
     ``hyps/``, ``refs/``, ``examples.jsonl`` and ``eval_meta.json`` (sacreBLEU signatures, settings, counts)."""
     decode_cfg, bounds = cfg.eval.decode, cfg.eval.length_buckets
@@ -102,7 +102,8 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
             hyps_by_decoding[decoding] = hyps
             _write_lines(out_dir / "hyps" / f"{split}.{decoding}.en", hyps)
             counts.setdefault(split, {})[decoding] = n
-            scores, signatures = score_corpus(hyps, refs[:n])
+            # NLTK's scores (the reference report's comparison) for the beam output only: the report reads no other
+            scores, signatures = score_corpus(hyps, refs[:n], nltk=decoding == "beam")
             for metric, value in scores.items():
                 rows.append({"split": split, "length": "all", "metric": f"{metric}_{decoding}", "value": value})
             rows.append({"split": split, "length": "all", "metric": f"hyp_length_{decoding}",
