@@ -1,4 +1,5 @@
-"""The numbers the report states about the references' analyses (``pelab.report.analyses``), checked on known inputs."""
+"""The numbers the report states about the references' analyses (``pelab.analysis``, drawn by
+``pelab.report.analyses``), checked on known inputs."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ from torch.testing import assert_close
 
 from pelab.positional.functional import sinusoidal_table
 from pelab.probe import captures
-from pelab.report.analyses import attention, distance_decay, invariants, learned_table, shift_property, similarity
+from pelab.analysis import attention, decay, invariants, learned_table, shift, similarity
+from pelab.report.analyses import attention as attention_section
+from pelab.report.analyses import distance_decay as decay_section
 from pelab.report.analyses.anchors import ANCHORS, anchors_table
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.evaluate import example_row, token_labels
 from pelab.tasks.copy.model import build_copy_model
 
-WAYS = shift_property.SHIFT_WAYS
+WAYS = shift.SHIFT_WAYS
 TASK = CopyTaskConfig(context=20, long_context=40)
 MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
 
@@ -33,26 +36,26 @@ def copy_model(scheme: str, seed: int = 0):
 def test_shift_ways_match_the_shifted_table_in_float64(way: str) -> None:
     """The notebook's setting (200 positions, d = 256, φ = 100): 2.8e-14 measured for every way; the bound leaves
     room for the 6.8e-9 that way 1 gave in two fresh-clone CI runs (not reproduced in isolation)."""
-    assert shift_property.shift_errors(200, 256, 100)[way] < 1e-8
+    assert shift.shift_errors(200, 256, 100)[way] < 1e-8
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_shift_ways_match_the_shifted_table_in_float32(way: str) -> None:
     """Our model's setting (40 positions, d = 64, φ = 20), where float32 angles stay small."""
-    assert shift_property.shift_errors(40, 64, 20, dtype=torch.float32)[way] < 1e-5
+    assert shift.shift_errors(40, 64, 20, dtype=torch.float32)[way] < 1e-5
 
 
 def test_shift_ways_agree_with_each_other_and_with_the_matrix_form() -> None:
     table = sinusoidal_table(torch.arange(50, dtype=torch.float64), 16)
-    results = [fn(table, 7) for fn in shift_property.SHIFT_FUNCTIONS.values()]
+    results = [fn(table, 7) for fn in shift.SHIFT_FUNCTIONS.values()]
     for result in results[1:]:
         assert_close(result, results[0], rtol=0, atol=1e-13)
-    m = shift_property.shift_matrix(16, 7)
+    m = shift.shift_matrix(16, 7)
     assert_close(m @ table[3], sinusoidal_table(torch.tensor([10.0], dtype=torch.float64), 16)[0], rtol=0, atol=1e-13)
 
 
 def test_shift_matrix_is_a_rotation_that_composes() -> None:
-    m3, m4, m7 = (shift_property.shift_matrix(32, phi) for phi in (3, 4, 7))
+    m3, m4, m7 = (shift.shift_matrix(32, phi) for phi in (3, 4, 7))
     assert_close(m3 @ m3.T, torch.eye(32, dtype=torch.float64), rtol=0, atol=1e-14)
     assert_close(m3 @ m4, m7, rtol=0, atol=1e-14)
     assert torch.count_nonzero(m7) == 2 * 32  # block-diagonal: one 2×2 block per frequency
@@ -81,23 +84,23 @@ def test_diagonal_spread_detects_non_toeplitz_matrices() -> None:
 # Distance decay -------------------------------------------------------------------------------------
 def test_raw_sinusoidal_score_is_symmetric_maximal_at_zero_and_a_sum_of_cosines() -> None:
     d, m = 64, 40
-    curve = distance_decay.sinusoidal_decay(d, m)
-    delta = distance_decay.offsets(m).double()
-    assert distance_decay.asymmetry(curve) < 1e-14
+    curve = decay.sinusoidal_decay(d, m)
+    delta = decay.offsets(m).double()
+    assert decay.asymmetry(curve) < 1e-14
     assert int(delta[curve.argmax()]) == 0
     assert float(curve[m]) == pytest.approx(d / 2)
     w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     assert_close(curve, torch.cos(delta[:, None] * w).sum(1), rtol=0, atol=1e-12)  # Σ_k cos(Δ w_k)
-    assert_close(distance_decay.sinusoidal_decay(d, m, t0=77), curve, rtol=0, atol=1e-12)  # independent of t
+    assert_close(decay.sinusoidal_decay(d, m, t0=77), curve, rtol=0, atol=1e-12)  # independent of t
 
 
 def test_raw_rope_score_and_roformer_bound() -> None:
     h, m = 16, 40
-    curve = distance_decay.rope_decay(h, m)
-    assert distance_decay.asymmetry(curve) < 1e-14
-    assert int(distance_decay.offsets(m)[curve.argmax()]) == 0
+    curve = decay.rope_decay(h, m)
+    assert decay.asymmetry(curve) < 1e-14
+    assert int(decay.offsets(m)[curve.argmax()]) == 0
     assert float(curve[m]) == pytest.approx(h)  # ‖1‖² with Dh ones
-    bound = distance_decay.rope_relative_upper_bound(h, m)
+    bound = decay.rope_relative_upper_bound(h, m)
     assert float(bound[m]) == pytest.approx((h / 2 + 1) / 2)  # |S_i| = i at Δ = 0, mean over i = 1..Dh/2
     assert float(bound[-1]) < float(bound[m])
 
@@ -114,9 +117,9 @@ def test_layer0_scores_are_the_logits_of_the_model_attention() -> None:
 def test_projection_breaks_the_relative_property_of_sinusoidal_but_not_of_rope() -> None:
     sinusoidal = captures.layer0_scores(copy_model("sinusoidal"), TASK.context)
     rope = captures.same_token_scores(copy_model("rope"), TASK.context, list(range(TASK.n_digits)))
-    assert distance_decay.relative_only_spread(sinusoidal) > 0.05
-    assert distance_decay.relative_only_spread(rope) < 1e-5
-    delta, mean, low, high = distance_decay.scores_by_offset(rope)
+    assert decay.relative_only_spread(sinusoidal) > 0.05
+    assert decay.relative_only_spread(rope) < 1e-5
+    delta, mean, low, high = decay.scores_by_offset(rope)
     assert delta.tolist() == list(range(-(TASK.context - 1), TASK.context))
     assert_close(low, high, rtol=0, atol=1e-5)
     assert mean.shape == (MODEL.n_heads, 2 * TASK.context - 1)
@@ -320,21 +323,21 @@ def test_the_copy_sections_state_what_the_models_themselves_give(tmp_path) -> No
                         tmp_path / "figures")
     ctx.figures_dir.mkdir()
 
-    decay = "\n".join(distance_decay.section(ctx))
-    sinusoidal = [distance_decay.relative_only_spread(captures.layer0_scores(models["sinusoidal", s], c))
+    decay_text = "\n".join(decay_section.section(ctx))
+    sinusoidal = [decay.relative_only_spread(captures.layer0_scores(models["sinusoidal", s], c))
                   for s in params.seeds]
-    rope = [distance_decay.relative_only_spread(
+    rope = [decay.relative_only_spread(
         captures.same_token_scores(models["rope", s], c, list(range(cfg.data.n_digits)))) for s in params.seeds]
-    assert f"Δ is {over_seeds(sinusoidal, 2)} of the largest score" in decay
-    assert f"spread {max(rope):.1e} of the largest" in decay
-    maps = "\n".join(attention.section(ctx))
+    assert f"Δ is {over_seeds(sinusoidal, 2)} of the largest score" in decay_text
+    assert f"spread {max(rope):.1e} of the largest" in decay_text
+    maps = "\n".join(attention_section.section(ctx))
     for scheme in params.schemes:
         alignment = [float(attention.copy_alignment(captures.attention_maps(models[scheme, s], tokens)[0], 4).max())
                      for s in params.seeds]
         assert f"| `{scheme}` | {over_seeds(alignment, 2)} |" in maps
     assert (tmp_path / "figures" / "attention_rope.png").stat().st_size > 0
 
-    table = "\n".join(copy_report._n_per_length(ctx))
+    table = copy_report._n_per_length(ctx)
     counts = {name: copy_data.sequences_per_length(data[name]) for name in ("train", "test", "test_long")}
     for n in sorted({n for split in counts.values() for n in split}):
         assert f"| {n} | {' | '.join(str(counts[s].get(n, 0)) for s in counts)} |" in table

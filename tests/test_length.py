@@ -12,7 +12,7 @@ from pelab import io
 from pelab.aggregate import aggregate
 from pelab.params import parse_params
 from pelab.positional import scheme_names
-from pelab.report.length import ranking, reciprocal_ranks
+from pelab.analysis.ranking import ranking, reciprocal_ranks
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_run
 from pelab.tasks import get_task
@@ -500,8 +500,9 @@ def test_each_length_is_scored_over_several_position_draws_the_same_for_every_ru
 
 
 def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
-    """xPos subclasses RoPE's class: it gets no PI/NTK rows, and rows of another scheme never join rope+PI."""
-    from pelab.report.length import with_rope_variants
+    """xPos subclasses RoPE's class: it gets no PI/NTK rows, and the report shows each scheme's variant rows under
+    its own name only (rows of another scheme never join rope+PI)."""
+    from pelab.report.common import with_variants
     from pelab.tasks.length import data as length_data
     from pelab.tasks.length.evaluate import evaluate
 
@@ -516,6 +517,8 @@ def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     records = pd.DataFrame([{"task": "t", "pe": pe, "seed": 0, "split": split, "length": "all",
                              "metric": "token_accuracy", "value": value}
                             for pe, value in (("rope", 0.5), ("xpos", 0.9)) for split in ("beyond", "beyond_pi")])
-    out, names = with_rope_variants(records)
-    assert names == ["rope+PI"]
+    out, names = with_variants(records)
+    assert names == ["rope+PI", "xpos+PI"]
     assert out[out["pe"] == "rope+PI"]["value"].tolist() == [0.5]
+    assert out[out["pe"] == "xpos+PI"]["value"].tolist() == [0.9]
+    assert set(out[out["pe"].isin(["rope", "xpos"])]["split"]) == {"beyond"}  # the plain rows, without the variant's

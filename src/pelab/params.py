@@ -15,6 +15,7 @@ import yaml
 
 from pelab.config import check_device
 from pelab.positional import check_scheme, scheme_names, scheme_options
+from pelab.studies import StudyLists
 from pelab.tasks import get_task, task_names
 from pelab.tasks.base import TaskConfig
 
@@ -31,7 +32,7 @@ class Tuning:
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(StudyLists):
     """The whole of params.yaml, validated. ``task(name)`` is one task's typed configuration."""
 
     profile: str
@@ -46,22 +47,6 @@ class Params:
     lm_tasks: tuple[str, ...] = ()  # the language-model study's task (also in ``tasks``)
     lm_schemes: tuple[str, ...] = ()  # the language-model study's schemes
     tune: Tuning = field(default_factory=Tuning)
-
-    def schemes_of(self, task: str) -> tuple[str, ...]:
-        """The schemes ``task`` is run with: ``length_schemes`` for the length study, ``lm_schemes`` for the LM
-        study, else ``pe.schemes``."""
-        if task in self.length_tasks:
-            return self.length_schemes
-        return self.lm_schemes if task in self.lm_tasks else self.schemes
-
-    @property
-    def main_tasks(self) -> tuple[str, ...]:
-        return tuple(t for t in self.tasks if t not in self.length_tasks and t not in self.lm_tasks)
-
-    def task(self, name: str) -> TaskConfig:
-        if name not in self.task_configs:
-            raise ValueError(f"task {name!r} is not in this study's tasks; valid choices: {', '.join(self.tasks)}")
-        return self.task_configs[name]
 
     def at_lr_scale(self, task: str, scale: float) -> Params:
         """These params with ``task``'s learning rate multiplied by ``scale`` (the tuning sweep's runs)."""

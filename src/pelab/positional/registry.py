@@ -72,6 +72,14 @@ def draws_positions(name: str) -> bool:
     return issubclass(POSITIONAL_ENCODINGS[check_scheme(name)], RandomizedPositions)
 
 
+def is_control(name: str) -> bool:
+    """Whether scheme ``name`` gives the model no positional information: its class overrides none of the hooks
+    (``none``, the control every study measures the others against)."""
+    cls = POSITIONAL_ENCODINGS[check_scheme(name)]
+    return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in ("embed", "rotate", "bias",
+                                                                                     "layer_biases"))
+
+
 def option_names(name: str) -> list[str]:
     return sorted(f.name for f in fields(POSITIONAL_ENCODINGS[check_scheme(name)].Options))
 

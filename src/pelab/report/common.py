@@ -5,8 +5,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from pelab.positional import Usage, build_positional_encoding
+import pandas as pd
+import torch
+
+from pelab.positional import PositionalEncoding, Usage, build_positional_encoding, draws_positions
 from pelab.report.context import ReportContext
+from pelab.report.style import scheme_palette
 from pelab.stats import format_interval, format_mean_sd, summarize
 
 # The linear-shift notebook's setting: 200 positions, 256 dimensions, shift φ = 100.
@@ -28,12 +32,22 @@ def over_seeds(values: list[float], digits: int = 3, unit: str = "") -> str:
     return f"{format_mean_sd(s, digits)}{unit}" + ("" if ci == "–" else f" {ci}") + f" (n = {s['n']})"
 
 
+def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
+    """The study's first scheme whose encoding is a learned table of positions (an ``nn.Embedding`` named ``table``,
+    positions not drawn at random): the one the references' analyses of a learned table draw, or None."""
+    for scheme in ctx.params.schemes_of(task):
+        table = getattr(_encoding(ctx, task, scheme, causal=False), "table", None)
+        if isinstance(table, torch.nn.Embedding) and not draws_positions(scheme):
+            return scheme
+    return None
+
+
 def snapshots_path(ctx: ReportContext, seed: int) -> Path:
-    return ctx.run_path("copy", "learned", seed) / "position_snapshots.pt"
+    return ctx.run_path("copy", table_scheme(ctx) or "", seed) / "position_snapshots.pt"
 
 
 def has_snapshots(ctx: ReportContext) -> bool:
-    return "learned" in ctx.schemes and snapshots_path(ctx, ctx.seed).exists()
+    return table_scheme(ctx) is not None and snapshots_path(ctx, ctx.seed).exists()
 
 
 def sinusoidal_base(ctx: ReportContext) -> float:
@@ -41,18 +55,53 @@ def sinusoidal_base(ctx: ReportContext) -> float:
     return ctx.copy.options("sinusoidal").base
 
 
+def _encoding(ctx: ReportContext, task: str, scheme: str, causal: bool) -> PositionalEncoding:
+    """The scheme's module as ``task`` configures it (its options; no weights read)."""
+    cfg = ctx.cfg(task)
+    try:
+        return build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads, causal=causal,
+                                         options=cfg.options(scheme))
+    except ValueError:  # a scheme of one attention form only (xpos: causal), in a study that has both
+        return build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
+                                         causal=not causal, options=cfg.options(scheme))
+
+
 def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usage, causal: bool = False) -> list[str]:
     """Each scheme's own statement of its setup where ``usage`` says it serves (``PositionalEncoding.describe``),
     as '`<scheme>`: …' sentences; built from the task's options for it, no weights read."""
-    cfg, sentences = ctx.cfg(task), []
-    for scheme in schemes:
-        try:
-            pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
-                                           causal=causal, options=cfg.options(scheme))
-        except ValueError:  # a scheme of one attention form only (xpos: causal), in a study that has both
-            pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
-                                           causal=not causal, options=cfg.options(scheme))
-        text = pe.describe(usage)
-        if text:
-            sentences.append(f"`{scheme}`: {text}")
-    return sentences
+    described = {scheme: _encoding(ctx, task, scheme, causal).describe(usage) for scheme in schemes}
+    return [f"`{scheme}`: {text}" for scheme, text in described.items() if text]
+
+
+# Evaluation-time extensions a scheme's runs are also scored with (position interpolation, NTK-aware base scaling;
+# which scheme has them is evaluation's choice), recorded under split names with these suffixes.
+VARIANTS = {"_pi": "PI", "_ntk": "NTK"}
+VARIANT_STYLES = {"PI": "--", "NTK": ":"}
+
+
+def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The rows of evaluation-time variants (splits ``<split>_pi`` / ``<split>_ntk``) as pseudo-schemes
+    ``<scheme>+PI`` / ``<scheme>+NTK`` under the plain split names (each scheme's own rows only), and their names."""
+    frames, names = [records[~records["split"].str.endswith(tuple(VARIANTS))]], []
+    for suffix, label in VARIANTS.items():
+        rows = records[records["split"].str.endswith(suffix)]
+        for scheme in dict.fromkeys(rows["pe"]):
+            mine = rows[rows["pe"] == scheme]
+            frames.append(mine.assign(pe=f"{scheme}+{label}", split=mine["split"].str.removesuffix(suffix)))
+            names.append(f"{scheme}+{label}")
+    return pd.concat(frames, ignore_index=True), names
+
+
+def variant_bases(names: list[str]) -> list[str]:
+    """The schemes whose runs the variants ``<scheme>+PI`` … extend, in order."""
+    return list(dict.fromkeys(name.split("+")[0] for name in names))
+
+
+def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, float]]:
+    """Each scheme's colour, a variant (``<scheme>+PI``) in its scheme's."""
+    colours = scheme_palette()
+    return {**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}}
+
+
+def line_style(name: str) -> str:
+    return VARIANT_STYLES.get(name.rpartition("+")[2], "-") if "+" in name else "-"

@@ -1,8 +1,5 @@
 """The copy study's section of the report: accuracy per scheme and per length, training curves, the paired
-comparisons against the reference, cost, and the baseline choices the main studies share.
-
-How finely a T5 bucket setting resolves the offsets a task uses (Raffel et al. 2020, §2.1).
-"""
+comparisons against the reference, cost, and the choices each scheme states about itself."""
 
 from __future__ import annotations
 
@@ -11,18 +8,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pelab.positional import Usage
+from pelab.analysis.paired import best_scheme, seed_values
+from pelab.positional import Usage, is_control
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
+from pelab.report.render import fill, render
 from pelab.report.style import draw_curves, save, scheme_palette
-from pelab.report.tables import (
-    best_scheme,
-    comparison_table,
-    cost_table,
-    difference_matrix,
-    markdown_table,
-    seed_values,
-)
+from pelab.report.tables import comparison_table, cost_table, difference_matrix, markdown_table
 from pelab.stats import summarize
 
 COPY_COLUMNS = [
@@ -38,50 +30,40 @@ def copy_reading(records: pd.DataFrame, schemes: list[str]) -> str:
     def mean(scheme: str, split: str, metric: str = "exact_match") -> float:
         return summarize(seed_values(records, "copy", scheme, split, metric))["mean"]
 
-    solved = [s for s in schemes if mean(s, "test") >= 0.99]
-    failed = [s for s in schemes if mean(s, "test") < 0.5]
     best_long = best_scheme(records, "copy", schemes, "test_long", "token_accuracy")
-    parts = []
-    if solved:
-        parts.append(f"{len(solved)} of {len(schemes)} schemes solve the copy task (mean exact match ≥ 0.99): "
-                     + ", ".join(f"`{s}` ({mean(s, 'test'):.3f})" for s in solved) + ".")
-    if failed:
-        parts.append("Below 0.5 mean exact match: " + ", ".join(f"`{s}` ({mean(s, 'test'):.3f})" for s in failed) + ".")
-    if "none" in schemes:
-        parts.append(f"Without positions (`none`) the encoder is permutation-equivariant; its token accuracy on the "
-                     f"copied part is {mean('none', 'test', 'token_accuracy'):.3f}.")
-    parts.append(f"Beyond the training lengths the best token accuracy is `{best_long}`'s "
-                 f"({mean(best_long, 'test_long', 'token_accuracy'):.3f}); exact match there is at most "
-                 f"{max(mean(s, 'test_long') for s in schemes):.3f}.")
-    return " ".join(parts)
+    return fill("copy_reading.md", n=len(schemes), best_long=best_long,
+                solved=[f"`{s}` ({mean(s, 'test'):.3f})" for s in schemes if mean(s, "test") >= 0.99],
+                failed=[f"`{s}` ({mean(s, 'test'):.3f})" for s in schemes if mean(s, "test") < 0.5],
+                controls=[(s, mean(s, "test", "token_accuracy")) for s in schemes if is_control(s)],
+                best_accuracy=mean(best_long, "test_long", "token_accuracy"),
+                best_exact=max(mean(s, "test_long") for s in schemes))
+
 
 ACCURACY, BY_LENGTH, LOSS = "copy_accuracy.png", "copy_accuracy_by_length.png", "copy_training_loss.png"
 
 
-def _n_per_length(ctx: ReportContext) -> list[str]:
+def _n_per_length(ctx: ReportContext) -> str:
     """Sequences per length in each split of the prepared data (what the per-length numbers average over), as the
-    copy evaluation recorded them (split ``data``)."""
+    copy evaluation recorded them (split ``data``): a table, or "" where none was recorded."""
     counts = ctx.records[(ctx.records["task"] == "copy") & (ctx.records["split"] == "data")]
     if counts.empty:
-        return []
+        return ""
     counts = counts[(counts["pe"] == counts["pe"].iloc[0]) & (counts["seed"] == counts["seed"].iloc[0])]  # one run
     table = counts.pivot_table(index="length", columns="metric", values="value", aggfunc="first")
     table.index = table.index.astype(int)
     columns = [f"sequences_{split}" for split in ("train", "test", "test_long")]
     table = table.reindex(columns=columns).fillna(0).astype(int)
     rows = [[str(n), *(str(v) for v in table.loc[n])] for n in sorted(table.index)]
-    return ["Sequences per length (both splits stratified by length; a length with too few distinct sequences "
-            "holds 20% of them out; training batches draw lengths uniformly):", "",
-            markdown_table(["length L", "train", "held-out test", "longer test"], rows), ""]
+    return markdown_table(["length L", "train", "held-out test", "longer test"], rows)
 
 
 def choices(ctx: ReportContext, task: str, max_offset: int, longest_row: int,
-            long_offsets: range | None = None, longest_eval: int | None = None) -> list[str]:
-    """The options that could favour one scheme, each stated by the scheme itself (``describe``).
-    ``longest_row``: the most positions a training row of the task has."""
+            long_offsets: range | None = None, longest_eval: int | None = None) -> str:
+    """The options that could favour one scheme, each stated by the scheme itself (``describe``), as one paragraph
+    ("" where no scheme has one). ``longest_row``: the most positions a training row of the task has."""
     usage = Usage(task, longest_row, longest_eval or longest_row, range(1, max_offset + 1), long_offsets)
     lines = scheme_choices(ctx, task, ctx.schemes, usage)
-    return ["**Choices that could favour a scheme.** " + " ".join(lines), ""] if lines else []
+    return "**Choices that could favour a scheme.** " + " ".join(lines) if lines else ""
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -92,44 +74,15 @@ def section(ctx: ReportContext) -> list[str]:
     draw_accuracy_by_length(records, schemes, ctx.figure(BY_LENGTH))
     draw_curves(ctx.curves[ctx.curves["task"] == "copy"], schemes, [("loss", None)], ctx.figure(LOSS), log=True,
                 ylabel="training loss (mean over seeds, band = min–max)", figsize=(8, 4.5))
-    table, best = comparison_table(records, "copy", schemes, COPY_COLUMNS, reference=ctx.params.reference)
+    table, _ = comparison_table(records, "copy", schemes, COPY_COLUMNS, reference=ctx.params.reference)
     devices = {s: ctx.run_meta("copy", s, ctx.seed)["cost"]["device"] for s in schemes}
-    return [
-        "## Copy task",
-        "",
-        f"Encoder-only: input `d1 … dL <copy> _ …` padded to {copy.data.context} positions, target "
-        f"`d1 … dL <copy> d1 … dL _ …`, predicted in one pass. L is {copy.data.min_len}–{copy.data.max_len} in "
-        f"training and in the held-out test (sequences never seen in training); the longer test uses "
-        f"L = {copy.data.long_min_len}–{copy.data.long_max_len} in {copy.data.long_context} positions. One dataset "
-        f"(data seed {copy.data.seed}) serves every scheme and seed; seeds vary the initial weights and batch order. "
-        f"Model: {copy.model.n_layers} pre-LN layers, d = {copy.model.d_model}, {copy.model.n_heads} heads, "
-        f"FFN {copy.model.d_ff}; {copy.train.steps} AdamW steps of {copy.train.batch_size}, peak lr "
-        f"{copy.train.lr:g} (warmup {copy.train.warmup_steps}, cosine decay). Exact match = the whole output row "
-        "is right; token accuracy = fraction of the copied digits right.",
-        "",
-        *_n_per_length(ctx),
-        *choices(ctx, "copy", copy.data.max_len + 1, copy.data.context,
-                 range(copy.data.long_min_len + 1, copy.data.long_max_len + 2), copy.data.long_context),
-        table,
-        "",
-        copy_reading(records, schemes),
-        "",
-        "All pairs, exact match on the held-out test (row − column, mean paired difference over seeds "
-        "[95% t-interval]):",
-        "",
-        difference_matrix(records, "copy", schemes, "test", "exact_match"),
-        "",
-        ctx.image("copy accuracy", ACCURACY),
-        "",
-        ctx.image("copy accuracy by length", BY_LENGTH),
-        "",
-        ctx.image("copy training loss", LOSS),
-        "",
-        "### Cost",
-        "",
-        cost_table(records, "copy", schemes, devices),
-        "",
-    ]
+    return render(
+        "copy.md", data=copy.data, model=copy.model, train=copy.train, per_length=_n_per_length(ctx),
+        choices=choices(ctx, "copy", copy.data.max_len + 1, copy.data.context,
+                        range(copy.data.long_min_len + 1, copy.data.long_max_len + 2), copy.data.long_context),
+        table=table, reading=copy_reading(records, schemes),
+        matrix=difference_matrix(records, "copy", schemes, "test", "exact_match"), image=ctx.image,
+        accuracy=ACCURACY, by_length=BY_LENGTH, loss=LOSS, cost=cost_table(records, "copy", schemes, devices))
 
 
 SPLIT_TITLES = {"test": "held-out test (training lengths)", "test_long": "longer than training"}

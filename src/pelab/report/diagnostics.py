@@ -1,7 +1,7 @@
 """Why schemes fail beyond their training lengths: the attention diagnostics that evaluation's per-run probe
 writes (``pelab.probe``), read from the records, against each task's score beyond the training lengths.
 
-Reads records only (split ``probe``); runs no model. The prose is fixed text (``INTRO``, ``ROPE_INTRO``); the
+Reads records only (split ``probe``); runs no model. The prose is the template ``templates/diagnostics.md``; the
 numbers and the sentences that name schemes are generated.
 """
 
@@ -15,6 +15,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from pelab.report.context import ReportContext
+from pelab.report.render import fill, render
 from pelab.report.style import save, scheme_palette
 from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
@@ -27,27 +28,6 @@ PANELS = (("attn_entropy_norm", "entropy / log(keys seen)"), ("first_token_ratio
 BEYOND_SCORES = (("beyond", "exact_match", "exact match beyond N", True),
                  ("test_long", "exact_match", "exact match, long", True),
                  ("at_4L", "ppl_ratio", "ppl(4L)/ppl(L)", False))
-
-INTRO = """\
-Evaluation runs every trained model once more on a few held-out rows at lengths in and beyond training (the
-per-run probe, `src/pelab/probe/`) and records what its attention does, averaged over layers, heads, queries
-and rows: the **entropy** of each query's weights over log of the keys it sees (1 = uniform, 0 = one key;
-rising past the training length is attention dilution, LM-Infinite §3), the first token's weight times the
-keys seen (1 = uniform share; above 1 = an **attention sink**, StreamingLLM §3.1), and the **attended
-distance** over the distance uniform attention would attend (below 1 = recency). Each figure row is a task,
-the x axis the row length over the longest training row (1 = the training length, dashed); line = mean over
-seeds, band = min–max. The table sets the change from the training length to the longest probed one beside the
-task's score beyond the training lengths; the rank correlation across schemes is descriptive (a handful of
-schemes, the seeds averaged), not a test."""
-
-ROPE_INTRO = """\
-Rotary schemes: the share of each rotated pair of query/key dimensions in the mean query-norm × key-norm
-product (Barbero et al. 2024, §5), at the training length, against the pair's period in positions (2π/θ). Pairs
-whose period exceeds the training length (right of the dashed line) never complete a turn in training: beyond
-it they rotate to angles training never showed, so weight on them is the rotary form of the failure beyond L.
-(A randomized scheme trains on positions drawn up to its `max_position`, so for it the line is not the range of
-positions it saw.)"""
-
 
 def probe_rows(records: pd.DataFrame) -> pd.DataFrame:
     return records[records["split"] == "probe"]
@@ -88,7 +68,7 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
     return save(fig, path)
 
 
-def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[str, list[str]]:
+def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[str, str]:
     """The table of one task and its generated reading."""
     sel = rows[rows["task"] == task]
     schemes = list(dict.fromkeys(sel["pe"]))
@@ -123,29 +103,19 @@ def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[
             if metric == "first_token_ratio":
                 sinks[scheme] = b["mean"]
         table.append(cells)
-    lines = [markdown_table(header, table), ""]
-    reading = [f"Rows of {low:.3g}× to {high:.3g}× the training length."]
-    most, least = max(rises, key=rises.get), min(rises, key=rises.get)
-    reading.append(f"The entropy ratio rises most from the training length to the longest for `{most}` "
-                   f"({signed(rises[most])}) and least for `{least}` ({signed(rises[least])}).")
-    sink = max(sinks, key=sinks.get)
-    if sinks[sink] > 1.5:
-        reading.append(f"The strongest first-token sink at the longest length is `{sink}`'s "
-                       f"({sinks[sink]:.2f}× the uniform share).")
+    most, least, sink = max(rises, key=rises.get), min(rises, key=rises.get), max(sinks, key=sinks.get)
+    extremes, rho, same_score = [], None, None
     if score and len(set(np.round(list(scores.values()), 6))) > 1:
         ranked = sorted(scores, key=scores.get, reverse=score[3])
-        for which, scheme in (("best", ranked[0]), ("worst", ranked[-1])):
-            entropy, first, distance = changes[scheme]
-            reading.append(f"The {which} beyond training, `{scheme}` ({score[2]} {scores[scheme]:.3f}), goes from "
-                           f"entropy ratio {entropy}, first-token ratio {first}, distance ratio {distance}.")
+        extremes = [(which, s, scores[s], *changes[s]) for which, s in (("best", ranked[0]), ("worst", ranked[-1]))]
         if len(scores) >= 4 and len(set(np.round(list(rises.values()), 6))) > 1:
             rho = spearmanr([scores[s] for s in schemes], [rises[s] for s in schemes]).statistic
-            reading.append(f"Across the {len(schemes)} schemes, the rank correlation of {score[2]} with the "
-                           f"entropy rise is ρ = {rho:+.2f}.")
     elif score:
-        reading.append(f"Every scheme has the same {score[2]} ({next(iter(scores.values())):.3f}): no failure to "
-                       "explain at this size.")
-    return "\n".join(lines), [" ".join(reading), ""]
+        same_score = next(iter(scores.values()))
+    reading = fill("diagnostics_reading.md", low=low, high=high, most=most, rise_most=signed(rises[most]),
+                   least=least, rise_least=signed(rises[least]), sink=sink, sink_value=sinks[sink], extremes=extremes,
+                   label=score[2] if score else "", rho=rho, n=len(schemes), same_score=same_score)
+    return markdown_table(header, table), reading
 
 
 def signed(value: float) -> str:
@@ -175,15 +145,15 @@ def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], 
     return save(fig, path)
 
 
-def rope_section(ctx: ReportContext, probe: pd.DataFrame) -> list[str]:
+def rope_table(ctx: ReportContext, probe: pd.DataFrame) -> str:
+    """Per task and rotary scheme, the pairs slower than the training length and their share; draws the figure.
+    "" where no run has rotary pairs."""
     bands = probe[probe["metric"].str.startswith("rope_band_")]
     if bands.empty:
-        return []
+        return ""
     tasks = list(dict.fromkeys(bands["task"]))
     trained = probe[probe["metric"] == "trained_length"].groupby("task")["value"].max().to_dict()
     draw_rope(bands, tasks, trained, ctx.figure(ROPE_FIGURE))
-    lines = ["### Which rotary frequencies the models use", "", ROPE_INTRO, "",
-             ctx.image("RoPE frequency use", ROPE_FIGURE), ""]
     table = []
     for task in tasks:
         sel = bands[bands["task"] == task]
@@ -194,8 +164,7 @@ def rope_section(ctx: ReportContext, probe: pd.DataFrame) -> list[str]:
                     if v > trained[task]}
             per_seed = mine[mine["metric"].isin(slow)].groupby("seed")["value"].sum()
             table.append([task, f"`{scheme}`", str(len(slow)), format_mean_sd(summarize(per_seed.tolist()), 2)])
-    lines += [markdown_table(["task", "scheme", "pairs slower than L", "their share"], table), ""]
-    return lines
+    return markdown_table(["task", "scheme", "pairs slower than L", "their share"], table)
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -205,9 +174,6 @@ def section(ctx: ReportContext) -> list[str]:
     rows = relative_lengths(probe)
     tasks = list(dict.fromkeys(rows["task"]))
     draw_by_length(rows, tasks, ctx.figure(FIGURE))
-    lines = ["## Why schemes fail beyond their training lengths: attention diagnostics", "", INTRO, "",
-             ctx.image("attention diagnostics by length", FIGURE), ""]
-    for task in tasks:
-        table, reading = change_table(rows, ctx.records, task)
-        lines += [f"**{task}**", "", table, *reading]
-    return lines + rope_section(ctx, probe)
+    per_task = [dict(zip(("table", "reading"), change_table(rows, ctx.records, task)), name=task) for task in tasks]
+    return render("diagnostics.md", tasks=per_task, rope_table=rope_table(ctx, probe), image=ctx.image,
+                  figure=FIGURE, rope_figure=ROPE_FIGURE)

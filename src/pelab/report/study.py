@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from pelab.positional import scheme_options
+from pelab.studies import StudyLists
 
 
 def _namespace(value: Any) -> Any:
@@ -34,34 +35,15 @@ class TaskView:
         return scheme_options(scheme, self._positional.get(scheme))
 
 
-class Study:
+class Study(StudyLists):
     def __init__(self, raw: dict[str, Any]) -> None:
         self.profile: str = raw["profile"]
-        self.schemes = tuple(raw["schemes"])
-        self.tasks = tuple(raw["tasks"])
-        self.seeds = tuple(raw["seeds"])
         self.reference: str = raw["reference"]
-        self.length_tasks = tuple(raw["length_tasks"])
-        self.length_schemes = tuple(raw["length_schemes"])
-        self.lm_tasks = tuple(raw["lm_tasks"])
-        self.lm_schemes = tuple(raw["lm_schemes"])
+        for name in ("schemes", "tasks", "seeds", "length_tasks", "length_schemes", "lm_tasks", "lm_schemes"):
+            setattr(self, name, tuple(raw[name]))
         self.tune = _namespace(raw.get("tune") or {"scales": [1.0], "seed": 0, "tasks": []})
-        self._tasks = {name: TaskView(name, cfg) for name, cfg in raw["task_configs"].items()}
+        self.task_configs = {name: TaskView(name, cfg) for name, cfg in raw["task_configs"].items()}
 
     @classmethod
     def read(cls, path: str | Path) -> Study:
         return cls(json.loads(Path(path).read_text()))
-
-    def schemes_of(self, task: str) -> tuple[str, ...]:
-        if task in self.length_tasks:
-            return self.length_schemes
-        return self.lm_schemes if task in self.lm_tasks else self.schemes
-
-    @property
-    def main_tasks(self) -> tuple[str, ...]:
-        return tuple(t for t in self.tasks if t not in self.length_tasks and t not in self.lm_tasks)
-
-    def task(self, name: str) -> TaskView:
-        if name not in self._tasks:
-            raise ValueError(f"task {name!r} is not in this study's tasks; valid choices: {', '.join(self.tasks)}")
-        return self._tasks[name]

@@ -7,27 +7,8 @@ import math
 
 import pandas as pd
 
-from pelab.stats import (
-    format_interval,
-    format_mean_sd,
-    holm,
-    metric_summary,
-    paired_t_test,
-    sign_flip_test,
-    summarize,
-)
-
-
-def seed_values(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> list[float]:
-    sel = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == split)
-                  & (records["metric"] == metric) & (records["length"] == "all")]
-    return sel.sort_values("seed")["value"].tolist()
-
-
-def seed_map(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> dict[int, float]:
-    sel = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == split)
-                  & (records["metric"] == metric) & (records["length"] == "all")]
-    return dict(zip(sel["seed"].astype(int), sel["value"]))
+from pelab.analysis.paired import best_scheme, reference_tests, seed_map, seed_values
+from pelab.stats import format_interval, format_mean_sd, metric_summary, summarize
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -36,34 +17,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def best_scheme(records: pd.DataFrame, task: str, schemes: list[str], split: str, metric: str) -> str:
-    return max(schemes, key=lambda s: summarize(seed_values(records, task, s, split, metric))["mean"])
-
-
 def format_p(p: float) -> str:
     if math.isnan(p):
         return "–"
     return "<0.001" if p < 0.001 else f"{p:.3f}"  # exact tests at n = 5 never go below 0.0625
-
-
-def reference_tests(records: pd.DataFrame, task: str, schemes: list[str], reference: str, split: str,
-                    metric: str) -> dict[str, dict[str, float]]:
-    """Each scheme against the reference, paired by seed: mean difference with its t-interval, the exact
-    sign-flip p, its Holm adjustment across the schemes compared, and the paired t-test p."""
-    ref = seed_map(records, task, reference, split, metric)
-    out = {}
-    for scheme in schemes:
-        if scheme == reference:
-            continue
-        mine = seed_map(records, task, scheme, split, metric)
-        common = sorted(set(mine) & set(ref))
-        a, b = [mine[k] for k in common], [ref[k] for k in common]
-        diff = summarize([x - y for x, y in zip(a, b)]) if common else {"ci_low": math.nan, "ci_high": math.nan}
-        out[scheme] = {**sign_flip_test(a, b), "t_p": paired_t_test(a, b)["p"] if common else math.nan,
-                       "ci_low": diff["ci_low"], "ci_high": diff["ci_high"]}
-    for scheme, adjusted in zip(out, holm([t["p"] for t in out.values()])):
-        out[scheme]["holm_p"] = adjusted
-    return out
 
 
 def comparison_table(
@@ -127,20 +84,6 @@ def difference_matrix(records: pd.DataFrame, task: str, schemes: list[str], spli
             row.append(f"{d['mean']:+.{digits}f}{ci}")
         rows.append(row)
     return markdown_table(["row − column"] + [f"`{s}`" for s in schemes], rows)
-
-
-FIVE_SEEDS = (
-    "**What five seeds can and cannot show.** Each comparison pairs runs by seed (same batches and shared "
-    "initial weights). With n = 5 the exact sign-flip test has 32 equally likely sign patterns, so its smallest "
-    "possible two-sided p-value is 0.0625: five seeds can show a consistent direction (all five differences of "
-    "one sign give p = 0.0625), never significance at 0.05 on their own, and after Holm's correction over the "
-    "schemes compared even that weakens. The t-test can go lower only by assuming normally distributed "
-    "differences, which five values cannot check. Intervals are Student-t over seeds, clipped to the metric's "
-    "range; they assume roughly normal seed values, and for values piled against a bound (exact match near 1) "
-    "their coverage drops to about 90% (simulated, `tests/test_stats.py`). They describe the spread of these "
-    "seeds' runs, not of other data or model sizes. Differences smaller than the seed-to-seed sd should be read "
-    "as ties; a ranking among them is not evidence."
-)
 
 
 def cost_table(records: pd.DataFrame, task: str, schemes: list[str], devices: dict[str, str] | str) -> str:

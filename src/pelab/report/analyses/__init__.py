@@ -5,17 +5,8 @@ not in the study). ``learned_table`` holds what several of them compute on the l
 from __future__ import annotations
 
 from pelab.report.context import ReportContext
+from pelab.report.render import render
 
 
 def intro(ctx: ReportContext) -> list[str]:
-    if not ctx.has_task("copy"):
-        return []
-    return [
-        "## The references' analyses, reproduced",
-        "",
-        f"Each analysis of the reference documents, recomputed from this pipeline's trained models. Figures "
-        f"of a single model show seed {ctx.seed}; numbers marked with n are over all {len(ctx.seeds)} seeds "
-        "(mean ± sd, Student-t 95% interval). The copy-task post's accuracy comparison, with every seed visible, "
-        "is the first figure of the copy section above.",
-        "",
-    ]
+    return render("analyses.md", seed=ctx.seed, n=len(ctx.seeds)) if ctx.has_task("copy") else []

@@ -1,19 +1,4 @@
-"""The linear shift property of the sinusoidal table (linear-shift notebook), four ways.
-
-The linear shift property of the sinusoidal table: PE(t + φ) = M(φ) · PE(t).
-
-Computed the four ways of the linear-shift notebook (../references/sinusoidal-linear-shift-notebook.md,
-after Vaswani et al. 2017 §3.5 and
-https://timodenk.com/blog/linear-relationships-in-the-transformers-positional-encoding/):
-
-1. per-pair loop: a 2×2 rotation M(k, φ) per frequency k, applied pair by pair;
-2. block matrix: one d×d block-diagonal M(φ) applied to every row;
-3. vectorised pairs: rows packed as (d/2, 2) [sin, cos] and combined with two (2, d/2) coefficient matrices;
-4. swap-and-scale: PE(t+φ) = a ⊙ PE(t) + b ⊙ swap(PE(t)), swap exchanging each even/odd pair.
-
-The table's layout is ours (``functional.sinusoidal_table``): column 2k holds sin(w_k t), column 2k+1
-cos(w_k t), w_k = base^(−2k/d). With that layout M(k, φ) = [[cos w_kφ, sin w_kφ], [−sin w_kφ, cos w_kφ]].
-"""
+"""The linear shift property of the sinusoidal table (linear-shift notebook), four ways (``pelab.analysis.shift``)."""
 
 from __future__ import annotations
 
@@ -23,130 +8,37 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from pelab.analysis.shift import SHIFT_WAYS, shift_block_matrix, shift_errors, shift_matrix
 from pelab.positional.functional import sinusoidal_table
-from pelab.report.common import (
-    NOTEBOOK_DIM,
-    NOTEBOOK_LENGTH,
-    NOTEBOOK_PHI,
-    sci,
-    sinusoidal_base,
-)
+from pelab.report.common import NOTEBOOK_DIM, NOTEBOOK_LENGTH, NOTEBOOK_PHI, sci, sinusoidal_base
 from pelab.report.context import ReportContext
+from pelab.report.render import render
 from pelab.report.style import save, symmetric_heatmap
 from pelab.report.tables import markdown_table
 
-SHIFT_WAYS = ("per-pair loop", "block matrix", "vectorised pairs", "swap and scale")
-
-
-def frequencies(dim: int, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """w_k = base^(−2k/d), k = 0..d/2−1: (d/2,)."""
-    return base ** (-torch.arange(0, dim, 2, dtype=dtype) / dim)
-
-
-def pair_rotation(w_k: torch.Tensor, phi: float) -> torch.Tensor:
-    """M(k, φ) for one frequency: (2, 2), mapping [sin w t, cos w t] to [sin w(t+φ), cos w(t+φ)]."""
-    c, s = torch.cos(w_k * phi), torch.sin(w_k * phi)
-    return torch.stack([torch.stack([c, s]), torch.stack([-s, c])])
-
-
-def shift_matrix(dim: int, phi: float, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """The block-diagonal M(φ): (d, d), blocks M(k, φ) on the diagonal, so PE(t+φ) = M(φ) @ PE(t)."""
-    w = frequencies(dim, base, dtype)
-    c, s = torch.cos(w * phi), torch.sin(w * phi)
-    m = torch.zeros(dim, dim, dtype=dtype)
-    k = torch.arange(dim // 2)
-    m[2 * k, 2 * k], m[2 * k, 2 * k + 1] = c, s
-    m[2 * k + 1, 2 * k], m[2 * k + 1, 2 * k + 1] = -s, c
-    return m
-
-
-def shift_per_pair_loop(table: torch.Tensor, phi: float, base: float = 10000.0) -> torch.Tensor:
-    """Way 1: loop over the d/2 frequency pairs, rotating each pair of columns by its own M(k, φ)."""
-    w = frequencies(table.shape[1], base, table.dtype)
-    out = torch.empty_like(table)
-    for k in range(table.shape[1] // 2):
-        pair = table[:, 2 * k : 2 * k + 2]  # (T, 2): [sin, cos]
-        m = pair_rotation(w[k], phi)  # (2, 2)
-        # pair @ m.T written out (column j = sin·m[j, 0] + cos·m[j, 1]): elementwise, no BLAS call on a strided view
-        out[:, 2 * k : 2 * k + 2] = pair[:, :1] * m[:, 0] + pair[:, 1:] * m[:, 1]
-    return out
-
-
-def shift_block_matrix(table: torch.Tensor, phi: float, base: float = 10000.0) -> torch.Tensor:
-    """Way 2: every row times the d×d block-diagonal M(φ)."""
-    return table @ shift_matrix(table.shape[1], phi, base, table.dtype).T  # (T, d)
-
-
-def shift_vectorised_pairs(table: torch.Tensor, phi: float, base: float = 10000.0) -> torch.Tensor:
-    """Way 3: pack rows as (T, d/2, 2) [sin, cos]; new sin = Σ M1 ⊙ packed, new cos = Σ M2 ⊙ packed."""
-    w = frequencies(table.shape[1], base, table.dtype)
-    c, s = torch.cos(w * phi), torch.sin(w * phi)
-    m1 = torch.stack([c, s], dim=-1)  # (d/2, 2): sin(a+b) = sin a cos b + cos a sin b
-    m2 = torch.stack([-s, c], dim=-1)  # (d/2, 2): cos(a+b) = −sin a sin b + cos a cos b
-    packed = table.unflatten(1, (-1, 2))  # (T, d/2, 2)
-    out = torch.stack([(packed * m1).sum(-1), (packed * m2).sum(-1)], dim=-1)  # (T, d/2, 2)
-    return out.flatten(1)
-
-
-def shift_swap_and_scale(table: torch.Tensor, phi: float, base: float = 10000.0) -> torch.Tensor:
-    """Way 4: a ⊙ PE(t) + b ⊙ swap(PE(t)), a = (cos, cos, …), b = (sin, −sin, …) per pair."""
-    w = frequencies(table.shape[1], base, table.dtype)
-    a = torch.cos(w * phi).repeat_interleave(2)  # (d,)
-    b = torch.stack([torch.sin(w * phi), -torch.sin(w * phi)], dim=-1).flatten()  # (d,)
-    swapped = table.unflatten(1, (-1, 2)).flip(-1).flatten(1)  # (T, d): each (even, odd) pair exchanged
-    return a * table + b * swapped
-
-
-SHIFT_FUNCTIONS = dict(
-    zip(SHIFT_WAYS, (shift_per_pair_loop, shift_block_matrix, shift_vectorised_pairs, shift_swap_and_scale))
-)
-
-
-def shift_errors(
-    length: int, dim: int, phi: int, base: float = 10000.0, dtype: torch.dtype = torch.float64
-) -> dict[str, float]:
-    """max_t,i |way(PE)(t)_i − PE(t + φ)_i| for each way, against the directly computed shifted table."""
-    positions = torch.arange(length, dtype=dtype)
-    table = sinusoidal_table(positions, dim, base)  # (T, d)
-    target = sinusoidal_table(positions + phi, dim, base)  # (T, d)
-    return {way: float((fn(table, phi, base) - target).abs().max()) for way, fn in SHIFT_FUNCTIONS.items()}
-
 
 def section(ctx: ReportContext) -> list[str]:
-    lines = ["### The linear shift property of the sinusoidal table (linear-shift notebook)", ""]
     length, dim, phi = NOTEBOOK_LENGTH, NOTEBOOK_DIM, NOTEBOOK_PHI
     base = sinusoidal_base(ctx)
     table = sinusoidal_table(torch.arange(length, dtype=torch.float64), dim, base)
     matrix = shift_matrix(dim, phi, base)
     draw_shift_property(table.numpy(), shift_block_matrix(table, phi, base).numpy(), matrix.numpy(),
-                           phi, ctx.figure("shift_property.png"))
+                        phi, ctx.figure("shift_property.png"))
     d, long, c = ctx.copy.model.d_model, ctx.copy.data.long_context, ctx.copy.data.context
-    settings = [
-        (f"notebook: {length} positions, d = {dim}, φ = {phi}", length, dim, phi),
-        (f"our model: {long} positions, d = {d}, φ = {c}", long, d, c),
-    ]
-    errors = {(label, dtype): shift_errors(n, dm, p, base, dtype)
-              for label, n, dm, p in settings for dtype in (torch.float64, torch.float32)}
-    header = ["way"] + [f"{label}, {str(dtype).removeprefix('torch.')}" for label, *_ in settings
-                        for dtype in (torch.float64, torch.float32)]
-    rows = [[way] + [sci(errors[(label, dtype)][way]) for label, *_ in settings
-                     for dtype in (torch.float64, torch.float32)] for way in SHIFT_WAYS]
-    f64 = errors[(settings[0][0], torch.float64)]
-    f32 = errors[(settings[0][0], torch.float32)]
-    worst64 = max(f64, key=f64.get)
-    reading = (
-        "PE(t + φ) = M(φ)·PE(t) with M(φ) block-diagonal, one 2×2 rotation by w_k·φ per frequency. The four "
-        "ways of the notebook "
-        + ("give the same shifted table" if f64[worst64] < 1e-10 else "do not all reproduce the shifted table")
-        + ": in float64 the largest error against the directly "
-        f"computed PE(t + φ) is {sci(f64[worst64])} ({worst64}), at the level of rounding in sin/cos of angles up to "
-        f"{length + phi - 1} rad. In float32 it is {sci(max(f32.values()))} at the notebook's size — the "
-        f"directly computed table itself is only that accurate there (float32 spacing near {length + phi - 1} is "
-        f"{np.spacing(np.float32(length + phi - 1)):.1e}) — and "
-        f"{sci(max(errors[(settings[1][0], torch.float32)].values()))} at our model's size. Max |way − PE(t + φ)|:"
-    )
-    return lines + [reading, "", markdown_table(header, rows), "",
-                    ctx.image("sinusoidal shift property", "shift_property.png"), ""]
+    settings = [(f"notebook: {length} positions, d = {dim}, φ = {phi}", length, dim, phi),
+                (f"our model: {long} positions, d = {d}, φ = {c}", long, d, c)]
+    dtypes = (torch.float64, torch.float32)
+    errors = {(label, dtype): shift_errors(n, dm, p, base, dtype) for label, n, dm, p in settings for dtype in dtypes}
+    header = ["way"] + [f"{label}, {str(dtype).removeprefix('torch.')}" for label, *_ in settings for dtype in dtypes]
+    rows = [[way] + [sci(errors[(label, dtype)][way]) for label, *_ in settings for dtype in dtypes]
+            for way in SHIFT_WAYS]
+    f64, f32 = errors[(settings[0][0], torch.float64)], errors[(settings[0][0], torch.float32)]
+    worst = max(f64, key=f64.get)
+    return render("shift_property.md", same=f64[worst] < 1e-10, worst64=sci(f64[worst]), worst_way=worst,
+                  top=length + phi - 1, worst32=sci(max(f32.values())),
+                  spacing=np.spacing(np.float32(length + phi - 1)),
+                  ours32=sci(max(errors[(settings[1][0], torch.float32)].values())),
+                  table=markdown_table(header, rows), image=ctx.image)
 
 
 def draw_shift_property(

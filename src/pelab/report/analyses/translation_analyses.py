@@ -10,15 +10,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from pelab.analysis import learned_table
+from pelab.analysis.attention import local_mass
 from pelab.positional.functional import sinusoidal_table
-from pelab.report.analyses import attention, learned_table
 from pelab.report.analyses.learned_trajectory import draw_mds_and_distances
 from pelab.report.analyses.position_tables import draw_position_tables
-from pelab.report.common import (
-    over_seeds,
-    sinusoidal_base,
-)
+from pelab.report.common import over_seeds, sinusoidal_base, table_scheme
 from pelab.report.context import ReportContext
+from pelab.report.render import render
 from pelab.report.style import save
 from pelab.report.tables import markdown_table
 
@@ -28,46 +27,39 @@ def translation_schemes(ctx: ReportContext, seed: int) -> list[str]:
     return [s for s in ctx.schemes if "translation" in ctx.params.tasks and ctx.has_run("translation", s, seed)]
 
 
-def learned_tables(ctx: ReportContext, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The trained encoder and decoder tables of the ``learned`` translation run (P, D) each, from its weights."""
-    weights = ctx.weights("translation", "learned", seed)
+def learned_tables(ctx: ReportContext, scheme: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The trained encoder and decoder tables of the scheme's translation run (P, D) each, from its weights."""
+    weights = ctx.weights("translation", scheme, seed)
     return weights["encoder.pe.table.weight"], weights["decoder.pe.table.weight"]
 
 
 def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
-    lines = ["### Translation: position tables and MDS of the trained learned tables", ""]
-    if "learned" not in schemes:
-        return lines + ["`learned` has no trained translation model in this run.", ""]
+    scheme = table_scheme(ctx, "translation")
+    if scheme not in schemes:
+        return render("translation_tables.md", rows=0)
     cfg = ctx.cfg("translation")
-    rows = min(cfg.data.max_tokens + 1, cfg.options("learned").max_positions)
-    encoder, decoder = (table[:rows].double() for table in learned_tables(ctx, ctx.seed))
-    sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model,
-                                  sinusoidal_base(ctx))
-    draw_position_tables({"sinusoidal": sinusoidal.numpy(), f"learned, encoder (seed {ctx.seed})": encoder.numpy(),
-                             f"learned, decoder (seed {ctx.seed})": decoder.numpy()},
-                            ctx.figure("translation_pe_tables.png"))
+    rows = min(cfg.data.max_tokens + 1, cfg.options(scheme).max_positions)
+    encoder, decoder = (table[:rows].double() for table in learned_tables(ctx, scheme, ctx.seed))
+    sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model, sinusoidal_base(ctx))
+    draw_position_tables({"sinusoidal": sinusoidal.numpy(), f"{scheme}, encoder (seed {ctx.seed})": encoder.numpy(),
+                          f"{scheme}, decoder (seed {ctx.seed})": decoder.numpy()},
+                         ctx.figure("translation_pe_tables.png"))
     coords, stress = learned_table.mds_2d(encoder, seed=ctx.seed)
     draw_mds_and_distances(coords, {"encoder": learned_table.offset_distance_curve(encoder),
-                                       "decoder": learned_table.offset_distance_curve(decoder)},
-                              ctx.figure("translation_learned_mds.png"))
+                                    "decoder": learned_table.offset_distance_curve(decoder)},
+                           ctx.figure("translation_learned_mds.png"))
     rho = {"encoder": [], "decoder": []}
     for seed in ctx.seeds:
-        if "learned" in translation_schemes(ctx, seed):
-            tables = learned_tables(ctx, seed)
+        if scheme in translation_schemes(ctx, seed):
+            tables = learned_tables(ctx, scheme, seed)
             rho["encoder"].append(learned_table.distance_offset_correlation(tables[0][:rows]))
             rho["decoder"].append(learned_table.distance_offset_correlation(tables[1][:rows]))
-    reading = (
-        f"Rows 0–{rows - 1} (sentences of up to {cfg.data.max_tokens} subword tokens). Spearman ρ between |i − j| "
-        f"and ‖PE(i) − PE(j)‖: encoder {over_seeds(rho['encoder'], 2)}, "
-        f"decoder {over_seeds(rho['decoder'], 2)}. "
-        f"The MDS map (encoder table, seed {ctx.seed}) has Kruskal stress {stress:.2f}."
-    )
-    return lines + [reading, "", ctx.image("translation position tables", "translation_pe_tables.png"), "",
-                    ctx.image("MDS of the translation learned table", "translation_learned_mds.png"), ""]
+    return render("translation_tables.md", rows=rows, max_tokens=cfg.data.max_tokens, seed=ctx.seed, stress=stress,
+                  rho_encoder=over_seeds(rho["encoder"], 2), rho_decoder=over_seeds(rho["decoder"], 2),
+                  image=ctx.image)
 
 
 def _translation_attention(ctx: ReportContext, schemes: list[str]) -> list[str]:
-    lines = ["### Translation: encoder self, decoder self and cross attention on one sentence", ""]
     rows, images, example = [], [], None
     for scheme in schemes:
         local = {"encoder self": [], "decoder self": []}
@@ -77,24 +69,17 @@ def _translation_attention(ctx: ReportContext, schemes: list[str]) -> list[str]:
                 continue
             example, maps = captured, captured["attention"]
             for kind in local:
-                local[kind].append(float(attention.local_mass(maps[kind]).mean()))
+                local[kind].append(float(local_mass(maps[kind]).mean()))
             if seed == ctx.seed:
                 name = f"translation_attention_{scheme}.png"
                 draw_seq2seq_attention({k: v.numpy() for k, v in maps.items()}, captured["src_labels"],
                                        captured["tgt_labels"], f"{scheme} (seed {seed}), {captured['split']} sentence "
                                        f"{captured['index']}, teacher-forced reference", ctx.figure(name))
-                images += [ctx.image(f"translation attention, {scheme}", name), ""]
+                images.append(ctx.image(f"translation attention, {scheme}", name))
         if local["encoder self"]:
             rows.append([f"`{scheme}`", over_seeds(local["encoder self"], 2), over_seeds(local["decoder self"], 2)])
-    if example is None:
-        return lines + ["The translation evaluation captured no attention maps in this run.", ""]
-    reading = (
-        f"Source: “{example['source']}”; the decoder reads the reference “{example['reference']}” "
-        "(teacher forcing). Attention weight within one position of the query (mean over layers, heads and "
-        "queries; the C05 report's “concentrated on the diagonal”):"
-    )
     header = ["scheme", "encoder self, within ±1", "decoder self, within ±1"]
-    return lines + [reading, "", markdown_table(header, rows), ""] + images
+    return render("translation_attention.md", example=example, table=markdown_table(header, rows), images=images)
 
 
 def section(ctx: ReportContext) -> list[str]:

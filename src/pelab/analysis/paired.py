@@ -1,0 +1,46 @@
+"""One metric's values per seed from the tidy records, and each scheme against the reference scheme declared in
+params, paired by seed (a seed fixes the batch order and shared initial weights for every scheme): the mean
+difference with its t-interval, the exact sign-flip p with its Holm adjustment across schemes, the paired t-test."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from pelab.stats import holm, paired_t_test, sign_flip_test, summarize
+
+def seed_values(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> list[float]:
+    sel = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == split)
+                  & (records["metric"] == metric) & (records["length"] == "all")]
+    return sel.sort_values("seed")["value"].tolist()
+
+
+def seed_map(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> dict[int, float]:
+    sel = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == split)
+                  & (records["metric"] == metric) & (records["length"] == "all")]
+    return dict(zip(sel["seed"].astype(int), sel["value"]))
+
+
+def best_scheme(records: pd.DataFrame, task: str, schemes: list[str], split: str, metric: str) -> str:
+    return max(schemes, key=lambda s: summarize(seed_values(records, task, s, split, metric))["mean"])
+
+
+def reference_tests(records: pd.DataFrame, task: str, schemes: list[str], reference: str, split: str,
+                    metric: str) -> dict[str, dict[str, float]]:
+    """Each scheme against the reference, paired by seed: mean difference with its t-interval, the exact
+    sign-flip p, its Holm adjustment across the schemes compared, and the paired t-test p."""
+    ref = seed_map(records, task, reference, split, metric)
+    out = {}
+    for scheme in schemes:
+        if scheme == reference:
+            continue
+        mine = seed_map(records, task, scheme, split, metric)
+        common = sorted(set(mine) & set(ref))
+        a, b = [mine[k] for k in common], [ref[k] for k in common]
+        diff = summarize([x - y for x, y in zip(a, b)]) if common else {"ci_low": math.nan, "ci_high": math.nan}
+        out[scheme] = {**sign_flip_test(a, b), "t_p": paired_t_test(a, b)["p"] if common else math.nan,
+                       "ci_low": diff["ci_low"], "ci_high": diff["ci_high"]}
+    for scheme, adjusted in zip(out, holm([t["p"] for t in out.values()])):
+        out[scheme]["holm_p"] = adjusted
+    return out

@@ -1,0 +1,59 @@
+"""The report's fixed prose lives in ``src/pelab/report/templates`` (Jinja2) and its numbers come from the sections:
+a value a template asks for and no section gives fails instead of printing a blank, every template is used, and the
+control scheme is found by what it does, not by its name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from pelab.positional import POSITIONAL_ENCODINGS, is_control, scheme_names
+from pelab.report.render import environment, render, sentences
+
+REPORT = Path(__file__).resolve().parents[1] / "src/pelab/report"
+
+
+def test_a_missing_value_fails_instead_of_printing_nothing():
+    with pytest.raises(jinja2.UndefinedError, match="is undefined"):
+        render("translation.md", profile="quick")
+
+
+def test_a_section_ends_with_one_empty_line_however_the_template_ends():
+    lines = render("analyses.md", seed=0, n=5)
+    assert lines[0] == "## The references' analyses, reproduced" and lines[1] == ""
+    assert "seed 0" in lines[2] and "all 5 seeds" in lines[2]
+    assert lines[-1] == "" and lines[-2] != ""
+    assert sentences("length_choices.md", bases=[], randomized=[], draws=4) == []
+    assert sentences("length_choices.md", bases=["rope"], randomized=["rand_rope"], draws=4)[1].startswith(
+        "`rand_rope` are scored at fixed position draws")
+
+
+def test_the_filters_format_and_name_schemes():
+    template = environment().from_string('{{ x|fmt(".2f") }} {{ x|fmt("g") }} {{ names|ticks }}')
+    assert template.render(x=0.5, names=["a", "b"]) == "0.50 0.5 `a`, `b`"
+
+
+def test_every_template_is_filled_by_some_section():
+    code = "\n".join(path.read_text() for path in REPORT.rglob("*.py"))
+    templates = sorted(path.name for path in (REPORT / "templates").glob("*.md"))
+    assert templates and all(re.search(rf'"{re.escape(name)}"', code) for name in templates), templates
+
+
+def test_the_control_is_found_by_its_hooks_not_its_name():
+    assert [name for name in scheme_names() if is_control(name)] == ["none"]
+
+    class Control(POSITIONAL_ENCODINGS["none"]):  # a renamed control: still no hook overridden
+        pass
+
+    class Moving(POSITIONAL_ENCODINGS["none"]):
+        def embed(self, x, positions):
+            return x + positions[..., None]
+
+    POSITIONAL_ENCODINGS.update(control2=Control, moving=Moving)
+    try:
+        assert is_control("control2") and not is_control("moving")
+    finally:
+        del POSITIONAL_ENCODINGS["control2"], POSITIONAL_ENCODINGS["moving"]
