@@ -80,3 +80,16 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
     assert "| `wobble` | 0.150 ± 0.100 | 0.90 ± 0.00 → 0.95 ± 0.00" in lines
     assert (tmp_path / "figures" / "diagnostics_by_length.png").exists()
     assert torch.is_tensor(Wobble(d_model=4, n_heads=1, base=10000.0).embed(torch.zeros(1, 2, 4), torch.arange(2)))
+
+
+@pytest.mark.parametrize(("schemes", "expected"), [(["none", "rope", "t5"], None), (["t5", "fire", "learned"], "learned"),
+                                                   (["sinusoidal", "alibi"], None)])
+def test_the_learned_table_the_analyses_draw_is_found_by_what_the_scheme_is(tmp_path, schemes, expected):
+    """A learned table of positions added to the embeddings (``learned``), never T5's table of bucket biases, which is
+    also an ``nn.Embedding`` named ``table``: the copy and translation analyses of a learned table draw it."""
+    from pelab.report.common import table_scheme
+    from pelab.report.context import ReportContext
+
+    params = smoke_params(tmp_path, pe={"schemes": schemes})
+    ctx = ReportContext(study_of(params), pd.DataFrame(), pd.DataFrame(), tmp_path / "runs", None, tmp_path / "figures")
+    assert table_scheme(ctx) == expected and table_scheme(ctx, "translation") == expected

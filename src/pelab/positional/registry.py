@@ -76,8 +76,8 @@ def is_control(name: str) -> bool:
     """Whether scheme ``name`` gives the model no positional information: its class overrides none of the hooks
     (``none``, the control every study measures the others against)."""
     cls = POSITIONAL_ENCODINGS[check_scheme(name)]
-    return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in ("embed", "rotate", "bias",
-                                                                                     "layer_biases"))
+    hooks = ("embed", "rotate", "bias", "layer_biases")
+    return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks)
 
 
 def option_names(name: str) -> list[str]:

@@ -50,7 +50,7 @@ def header(ctx: ReportContext) -> list[str]:
     params = ctx.params
     return render("header.md", date=_dt.date.today().isoformat(), profile=params.profile, tasks=params.main_tasks,
                   schemes=ctx.schemes, length_tasks=params.length_tasks, length_schemes=params.length_schemes,
-                  lm_schemes=params.lm_schemes if params.lm_tasks else [], seeds=ctx.seeds, reference=params.reference)
+                  lm=bool(params.lm_tasks), lm_schemes=params.lm_schemes, seeds=ctx.seeds, reference=params.reference)
 
 
 def build_report(

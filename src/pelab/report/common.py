@@ -33,11 +33,14 @@ def over_seeds(values: list[float], digits: int = 3, unit: str = "") -> str:
 
 
 def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
-    """The study's first scheme whose encoding is a learned table of positions (an ``nn.Embedding`` named ``table``,
-    positions not drawn at random): the one the references' analyses of a learned table draw, or None."""
+    """The study's first scheme whose encoding is a learned table of positions added to the embeddings (it overrides
+    ``embed`` and holds an ``nn.Embedding`` ``table`` of d_model columns; positions not drawn at random: ``learned``,
+    not T5's table of bucket biases): the one the references' analyses of a learned table draw, or None."""
     for scheme in ctx.params.schemes_of(task):
-        table = getattr(_encoding(ctx, task, scheme, causal=False), "table", None)
-        if isinstance(table, torch.nn.Embedding) and not draws_positions(scheme):
+        pe = _encoding(ctx, task, scheme, causal=False)
+        table = getattr(pe, "table", None)
+        if (isinstance(table, torch.nn.Embedding) and table.embedding_dim == ctx.cfg(task).model.d_model
+                and type(pe).embed is not PositionalEncoding.embed and not draws_positions(scheme)):
             return scheme
     return None
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from pelab.analysis.paired import seed_values
 from pelab.analysis.ranking import ranking
 from pelab.positional import Usage, draws_positions
 from pelab.report.common import line_style, palette_with_variants, scheme_choices, variant_bases, with_variants
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import save
-from pelab.analysis.paired import seed_values
 from pelab.report.tables import markdown_table
 from pelab.stats import summarize
 

@@ -2,8 +2,9 @@
 prose lives in the templates, the numbers and the sentences that name schemes are generated in the sections.
 
 Filters: ``fmt(spec)`` is Python's ``format`` (``{{ lr|fmt("g") }}``), ``ticks`` wraps names in backticks and
-joins them (``{{ schemes|ticks }}`` -> `` `a`, `b` ``). One paragraph per template line (markdown joins nothing
-across lines we wrap), block tags on lines of their own."""
+joins them (``{{ schemes|ticks }}`` -> `` `a`, `b` ``). The report keeps a template's lines as they are written (a
+paragraph is mostly one line); block tags stand on lines of their own, or end with ``+%}`` where a line goes on.
+A value a template names and the section does not give is an error (``StrictUndefined``), never a blank."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def task_lines(task: str, table: dict[str, Any], order: tuple[str, ...], grid: l
 def section(ctx: ReportContext) -> list[str]:
     tuning = ctx.tuning
     if not tuning or not tuning["tasks"]:
-        return render("tuning.md", tasks=[])
+        return render("tuning.md", tuned=False)
     n, mrr = len(tuning["seeds"]), []
     for study, table in tuning["mrr"].items():
         if len(table["tasks"]) >= 2:
@@ -58,7 +58,7 @@ def section(ctx: ReportContext) -> list[str]:
             mrr.append({"name": study, "tasks": table["tasks"], "table": markdown_table(
                 ["scheme", "MRR, shared rate", "MRR, tuned rate"],
                 [[f"`{s}`", f"{table['shared'][s]:.3f}", f"{table['tuned'][s]:.3f}"] for s in order])})
-    return render("tuning.md", seed=tuning["seed"], scales=" / ".join(f"{s:g}" for s in tuning["scales"]),
+    return render("tuning.md", tuned=True, seed=tuning["seed"], scales=" / ".join(f"{s:g}" for s in tuning["scales"]),
                   seeds=tuning["seeds"], min_p=2 / 2**n, n=n, mrr=mrr,
                   tasks=[task_lines(task, tuning["tasks"][task], ctx.params.schemes_of(task), sorted(tuning["scales"]))
                          for task in ctx.params.tune.tasks if task in tuning["tasks"]])

@@ -26,7 +26,8 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
 # parts of pelab that no training stage runs or that do not change what a run is (the tuning stage's choice of rate
 # is in the run's identity): folders and modules, relative to src/pelab
-NOT_TRAINING = ("report", "analysis", "probe", "cli.py", "parallel.py", "aggregate.py", "tuned_ranking.py", "runner/tune.py")
+NOT_TRAINING = ("report", "analysis", "probe", "cli.py", "parallel.py", "aggregate.py", "tuned_ranking.py",
+                "runner/tune.py")
 
 
 def fingerprint(data_dir: str | Path) -> str:

@@ -1,6 +1,6 @@
 """The references' analyses, reproduced from the pipeline's trained models: one module per analysis, each holding
-its computation, its figure and its prose (``section(ctx) -> list[str]`` of markdown lines, empty when its task is
-not in the study). ``learned_table`` holds what several of them compute on the learned tables."""
+its figure and the values its template (``report/templates``) is filled with (``section(ctx) -> list[str]`` of
+markdown lines, empty when its task is not in the study); the numbers come from ``pelab.analysis``."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from importlib.resources import files
 import pandas as pd
 import yaml
 
-from pelab.report.context import ReportContext
 from pelab.analysis.paired import seed_values
+from pelab.report.context import ReportContext
 from pelab.report.tables import markdown_table
 from pelab.stats import format_interval, format_mean_sd, metric_summary
 
