@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -32,6 +33,7 @@ def over_seeds(values: list[float], digits: int = 3, unit: str = "") -> str:
     return f"{format_mean_sd(s, digits)}{unit}" + ("" if ci == "–" else f" {ci}") + f" (n = {s['n']})"
 
 
+@lru_cache(maxsize=16)  # asked for once per seed and section: the answer depends on the study only
 def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
     """The study's first scheme whose encoding is a learned table of positions added to the embeddings (it overrides
     ``embed`` and holds an ``nn.Embedding`` ``table`` of d_model columns; positions not drawn at random: ``learned``,
