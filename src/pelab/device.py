@@ -57,10 +57,12 @@ def amp_dtype(device: torch.device) -> torch.dtype | None:
     return torch.bfloat16 if native else None
 
 
-def autocast(device: torch.device):
-    """Mixed precision per ``amp_dtype``; a no-op on the CPU (keeps CPU runs bit-reproducible)."""
+def autocast(device: torch.device, cache: bool = True):
+    """Mixed precision per ``amp_dtype``; a no-op on the CPU (keeps CPU runs bit-reproducible). ``cache`` False
+    for a region a CUDA graph captures (autocast frees its cached casts on exit)."""
     dtype = amp_dtype(device)
-    return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+    return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None,
+                          cache_enabled=cache)
 
 
 def precision(device: torch.device) -> str:

@@ -46,6 +46,9 @@ class PositionalEncoding(nn.Module):
     """
 
     Options: type = NoOptions  # the scheme's hyperparameters, validated by ``registry.scheme_options``
+    # Training launches only device work (no host-side draws), so a CUDA graph replays it faithfully
+    # (``training.graphs``).
+    graph_safe: bool = True
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()

@@ -57,7 +57,10 @@ class LearnedPositionalEncoding(PositionalEncoding):
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         # per-seed positions under vmap (``rand_learned`` in a stack of seeds) cannot be read; the randomized wrapper
         # has checked their range [0, max_position) against the table when it was built
-        if not torch._C._functorch.is_batchedtensor(positions):
+        if positions.is_cuda and torch.cuda.is_current_stream_capturing():
+            # a CUDA graph cannot read a value; its positions are 0..T-1 (``training.graphs`` captures no drawn ones)
+            self.check_length(positions.numel())
+        elif not torch._C._functorch.is_batchedtensor(positions):
             self.check_length(int(positions.max()) + 1)
         return x + self.table(positions)[None]  # (1, T, D)
 

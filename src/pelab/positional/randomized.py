@@ -28,6 +28,7 @@ class RandomizedPositions(PositionalEncoding):
     """Subclasses set ``Inner`` (the wrapped scheme's class); options = the inner scheme's + ``max_position``."""
 
     Inner: type[PositionalEncoding]
+    graph_safe = False  # training draws positions on the host (``torch.randperm``): a replay would repeat one draw
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, max_position: int,
                  **inner_options: Any) -> None:

@@ -20,7 +20,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from pelab.config import TrainConfig
-from pelab.device import autocast, prepare_device, to_device
+from pelab.device import prepare_device, to_device
+from pelab.training.graphs import TrainStep, graph_safe
 from pelab.training.stacking import Batch, LossFn, SeedStack
 
 
@@ -42,11 +43,20 @@ def decays(name: str, param: torch.Tensor, stacked: bool = False) -> bool:
     return param.ndim - int(stacked) >= 2 and "embedding" not in name and ".pe." not in name
 
 
-def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
+def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig,
+          capturable_on: torch.device | None = None) -> torch.optim.Optimizer:
     """AdamW, betas (0.9, 0.98). The fused kernel (one pass over every parameter) wherever torch has it for the
     parameters' device - CUDA, and the CPU since torch 2.4, where it took 0-6% off a quick-size step (measured
-    side by side, benchmarks/results/quick_profile.md) - else the foreach one: the same update rule."""
+    side by side, benchmarks/results/quick_profile.md) - else the foreach one: the same update rule.
+    ``capturable_on``: the device whose CUDA graphs capture the step (``training.graphs``): the step count and
+    the learning rate live there, the lr a tensor that the schedule fills in place."""
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if capturable_on is not None:
+        lr = torch.tensor(cfg.lr, device=capturable_on)
+        optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), fused=True, capturable=True)
+        for group in optimizer.param_groups:  # the schedule's base a float: lr = base * factor, filled in place
+            group["initial_lr"] = float(cfg.lr)
+        return optimizer
     try:
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), fused=True)
     except RuntimeError:  # no fused kernel for this device in this torch
@@ -65,6 +75,12 @@ class TrainResult:
 
 def lr_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, cfg.steps, cfg.warmup_steps))
+
+
+def current_lr(schedule: torch.optim.lr_scheduler.LambdaLR) -> float:
+    """The learning rate the next step uses, as a float (``get_last_lr`` gives the groups' values: device tensors
+    when the optimizer is capturable, which reading would sync)."""
+    return schedule.base_lrs[0] * schedule.lr_lambdas[0](schedule.last_epoch)
 
 
 def snapshot_schedule(cfg: TrainConfig) -> set[int]:
@@ -134,6 +150,7 @@ def train(
     state_file: str | Path | None = None,
     state_key: dict | None = None,
     save_every_s: float = 300.0,
+    graphs: bool = False,
 ) -> list[TrainResult]:
     """Train S models (same architecture, each built from its own seed) for ``cfg.steps`` steps; on return each
     holds its trained weights (on ``device``). Returns one ``TrainResult`` per seed; when S > 1 its
@@ -151,6 +168,9 @@ def train(
     saved after a logged row whenever ``save_every_s`` seconds have passed since the last save, and from which a
     killed run continues where it stopped (if ``state_key``, which names what is trained, still matches). The
     caller removes it once the runs are written.
+
+    ``graphs``: on CUDA, each batch shape's step is captured as a CUDA graph and replayed (``training.graphs``),
+    unless a model draws positions on the host; elsewhere ignored.
     """
     n_seeds = len(models)
     prepare_device(device)
@@ -158,8 +178,10 @@ def train(
         model.to(device).train()
     seeds = SeedStack(models, loss_fn, pad_values)
     names = list(seeds.params)
+    graphed = graphs and device.type == "cuda" and graph_safe(list(models))
     optimizer = adamw([seeds.params[n] for n in names if decays(n, seeds.params[n], seeds.stacked)],
-                      [seeds.params[n] for n in names if not decays(n, seeds.params[n], seeds.stacked)], cfg)
+                      [seeds.params[n] for n in names if not decays(n, seeds.params[n], seeds.stacked)], cfg,
+                      capturable_on=device if graphed else None)
     schedule = lr_schedule(optimizer, cfg)
     results = [TrainResult() for _ in range(n_seeds)]
     snapshot_steps = snapshot_schedule(cfg) if snapshot is not None else set()
@@ -182,6 +204,9 @@ def train(
             for name in names:
                 seeds.params[name].copy_(state["params"][name])
         optimizer.load_state_dict(state["optimizer"])
+        if graphed:  # the saved lr tensors come back on the CPU: the graphs read them on the device
+            for group in optimizer.param_groups:
+                group["lr"] = torch.as_tensor(group["lr"], device=device)
         schedule.load_state_dict(state["schedule"])
         torch.set_rng_state(state["rng"])
         if device.type == "cuda" and state["cuda_rng"] is not None:
@@ -195,6 +220,7 @@ def train(
                 next_batch(step)
     start = time.perf_counter() - elapsed
     last_save = time.perf_counter()
+    train_step = TrainStep(seeds, optimizer, cfg.grad_clip, device, graphs=graphed)
 
     bar = tqdm(range(first_step, cfg.steps), desc=desc, leave=False, mininterval=1.0, initial=first_step,
                total=cfg.steps)
@@ -202,18 +228,13 @@ def train(
         if step in snapshot_steps:
             per_seed(lambda s, m: results[s].snapshots.append((step, snapshot(m))))
         batch = to_device(seeds.stack([next_batch(step) for next_batch in next_batches]), device)
-        with autocast(device):
-            losses, counts = seeds.losses(batch)  # (S,), (S,)
-        window.add(step, losses.detach(), schedule.get_last_lr()[0])
-        optimizer.zero_grad(set_to_none=True)
-        losses.sum().backward()  # the seeds' losses are independent: each gets its own gradient
-        if cfg.grad_clip > 0:
-            seeds.clip_gradients(cfg.grad_clip)
-        optimizer.step()
+        lr = current_lr(schedule)
+        losses, counts = train_step(batch)  # (S,), (S,)
+        window.add(step, losses, lr)
         schedule.step()
         tokens += counts
         if is_log_step(step, cfg):
-            lr = schedule.get_last_lr()[0]
+            lr = current_lr(schedule)
             rows = [{"step": step + 1, "loss": loss, "lr": lr} for loss in window.mean()]
             if on_log is not None:
                 per_seed(lambda s, m: rows[s].update(on_log(step + 1, m)))

@@ -51,7 +51,7 @@ class SeedStack:
 
         def seed_loss(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], batch: Batch):
             loss, count = loss_fn(_Stateless(template, p, b), batch)
-            return loss, torch.as_tensor(count, device=loss.device)
+            return loss, as_count(count, loss.device)
 
         self._batched_loss = vmap(seed_loss, in_dims=(0, 0, 0), randomness="different")
 
@@ -62,7 +62,7 @@ class SeedStack:
         if self.stacked:
             return self._batched_loss(self.params, self.buffers, batch)
         loss, count = self.loss_fn(self.models[0], batch)
-        return loss.reshape(1), torch.as_tensor(count, device=loss.device).reshape(1)
+        return loss.reshape(1), as_count(count, loss.device).reshape(1)
 
     def clip_gradients(self, max_norm: float) -> None:
         if self.stacked:
@@ -102,6 +102,14 @@ class _Stateless:
 
     def __call__(self, *args, **kwargs):
         return functional_call(self.module, (self.params, self.buffers), args, kwargs)
+
+
+def as_count(count: torch.Tensor | int, device: torch.device) -> torch.Tensor:
+    """A loss's token count as a device tensor; an int is filled in on the device (no host copy, which a CUDA
+    graph cannot capture)."""
+    if isinstance(count, torch.Tensor):
+        return count
+    return torch.full((), count, dtype=torch.long, device=device)
 
 
 def stack_batches(batches: Sequence[Batch], pad_values: Sequence[int] | None = None) -> Batch:
