@@ -130,11 +130,12 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
     phase("aggregate", [("aggregate", [f"{STAGES}/aggregate.py", *p, "--runs", "runs", "--results", "results",
                                        "--metrics", "reports/metrics", "--summary", "reports/summary.json",
                                        "--records", "reports/records.csv", "--plots", "reports/plots",
-                                       "--study", "reports/study.json"])], 1)
+                                       "--study", "reports/study.json", "--tuning", "reports/tuning.json"])], 1)
     if not no_report:
         phase("report", [("report", [f"{STAGES}/report.py", "--study", "reports/study.json", "--records",
                                      "reports/records.csv", "--plots", "reports/plots", "--runs", "runs", "--results",
-                                     "results", "--figures", "reports/figures", "--out", "reports/report.md"])], 1)
+                                     "results", "--tuning", "reports/tuning.json", "--figures", "reports/figures",
+                                     "--out", "reports/report.md"])], 1)
     wall = time.perf_counter() - start
     stop.set()
     print(f"whole study: {wall:.1f} s ({wall / 60:.1f} min) with {workers} stages at a time", flush=True)

@@ -365,3 +365,62 @@ def test_the_stage_saves_the_training_state_as_often_as_asked(tmp_path, monkeypa
         train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", [tmp_path / "a", tmp_path / "b"], device="cpu",
                    stack=True, kept=kept, save_every_s=0.0)
     assert seen == [False, True]  # nothing saved before the first row; saved after it
+
+
+# ---------------------------------------------------------------------------------------- CUDA-graph step
+# What the graphed step (training.graphs) needs that the CPU can check; the capture itself runs on a GPU only
+# (benchmarks/bench_graphs.py: on an H200 the graphed losses equal the eager ones to the bit).
+
+
+def test_the_capturable_adamw_with_an_in_place_schedule_trains_as_the_plain_one():
+    """The lr a device tensor that the schedule fills in place: the same weights as AdamW with a float lr, and the
+    logged lr read without touching the tensor."""
+    from pelab.training.loop import adamw, current_lr, lr_schedule
+
+    cfg = TrainConfig(steps=12, batch_size=1, lr=3e-3, warmup_steps=4, weight_decay=0.1)
+    torch.manual_seed(0)
+    start = [torch.randn(4, 3), torch.randn(3)]
+    grads = [[torch.randn_like(p) for p in start] for _ in range(cfg.steps)]
+    finals, lrs = [], []
+    for capturable in (None, torch.device("cpu")):
+        params = [torch.nn.Parameter(p.clone()) for p in start]
+        optimizer = adamw(params[:1], params[1:], cfg, capturable_on=capturable)
+        schedule = lr_schedule(optimizer, cfg)
+        seen = []
+        for step_grads in grads:
+            seen.append(current_lr(schedule))
+            for p, g in zip(params, step_grads):
+                p.grad = g.clone()
+            optimizer.step()
+            schedule.step()
+        finals.append([p.detach() for p in params])
+        lrs.append(seen)
+        if capturable is not None:
+            assert isinstance(optimizer.param_groups[0]["lr"], torch.Tensor)
+    assert lrs[0] == lrs[1] and lrs[0][0] == pytest.approx(3e-3 / 4) and lrs[0][4] == pytest.approx(3e-3)
+    for a, b in zip(*finals):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_only_schemes_that_draw_positions_on_the_host_are_kept_out_of_cuda_graphs():
+    from pelab.model.config import ModelConfig
+    from pelab.model.sequence import build_sequence_model
+    from pelab.positional import POSITIONAL_ENCODINGS, scheme_options
+    from pelab.training.graphs import TrainStep, graph_safe
+
+    unsafe = set()
+    for scheme in POSITIONAL_ENCODINGS:
+        options = scheme_options(scheme, {"max_position": 64} if scheme.startswith("rand_") else None)
+        model = build_sequence_model(scheme, 12, ModelConfig(d_model=8, n_layers=1, n_heads=2, d_ff=16), options, 0,
+                                     causal=True)
+        if not graph_safe([model]):
+            unsafe.add(scheme)
+    assert unsafe == {"rand_sinusoidal", "rand_learned", "rand_rope"}
+    with pytest.raises(ValueError, match="CUDA graphs need a CUDA device"):
+        TrainStep(None, None, 1.0, torch.device("cpu"), graphs=True)
+
+
+def test_translation_alone_trains_eagerly_on_cuda():
+    from pelab.tasks import TASKS
+
+    assert {name for name, task in TASKS.items() if not task.graph_steps} == {"translation"}

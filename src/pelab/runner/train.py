@@ -122,7 +122,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 f"{','.join(map(str, group_seeds))}", snapshot=snapshot, on_log=on_log, on_rows=on_rows,
                 what=[f"task {task_name}, scheme {scheme}, seed {seed}" for seed in group_seeds],
                 state_file=None if store is None else store.state_file,
-                state_key={**identity, "seeds": group_seeds}, save_every_s=save_every_s,
+                state_key={**identity, "seeds": group_seeds}, save_every_s=save_every_s, graphs=task.graph_steps,
             )
         seconds = time.perf_counter() - start
         for k, model, result in zip(group, models, results):

@@ -76,6 +76,10 @@ class Task(ABC):
     # whether stacking pays on the CPU (it always does on CUDA): False where measured slower there (the LM study:
     # five seeds stacked 2x slower than one after another on 2 cores, the vocabulary-sized logits dominate)
     stack_on_cpu: ClassVar[bool] = True
+    # whether, on CUDA, each training batch shape's step is captured as a CUDA graph and replayed
+    # (training.graphs): the same losses to the bit, a step 2-6x faster (benchmarks/results/gpu_h200_graphs.md);
+    # for tasks whose batches take a few shapes (one graph each)
+    graph_steps: ClassVar[bool] = True
     # the padding value of each tensor of a training batch, so that batches of different lengths stack; None:
     # the task's batches always have one shape
     batch_padding: ClassVar[tuple[int, ...] | None] = None

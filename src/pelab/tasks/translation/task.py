@@ -103,6 +103,9 @@ class TranslationTask(Task):
     sections = {"data": TranslationDataConfig, "model": Seq2SeqConfig, "train": TranslationTrainConfig,
                 "eval": TranslationEvalConfig}
     batch_padding = (PAD_ID, PAD_ID, PAD_ID)  # (src, tgt_in, tgt_out): masks and the loss ignore <pad>
+    # batches take hundreds of (source, target) length shapes, a graph and its memory each: eager (at one shape
+    # the graphed step is 1.85x faster, benchmarks/results/gpu_h200_graphs.md; bucketed lengths would let it in)
+    graph_steps = False
     _metrics = ["bleu_beam", "chrf_beam", "bleu_greedy", "chrf_greedy"]
     headline = {"test_2016_flickr": _metrics, "test_2017_flickr": _metrics, "test": _metrics, "val": ["loss"]}
     _first = ("test_2016_flickr", "test")  # Multi30k's headline test set, else the corpus' own test split
