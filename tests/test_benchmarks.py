@@ -63,3 +63,13 @@ def test_the_compile_benchmark_compiles_the_stacked_step_to_the_same_losses(tmp_
     r = results["studies"]["copy"]
     assert r["speedup"] == pytest.approx(r["eager_s"] / r["compiled_s"])
     assert r["loss_compiled"] == pytest.approx(r["loss_eager"], rel=1e-4)
+
+
+def test_the_graph_benchmark_runs_every_study_and_on_the_cpu_trains_the_same_losses_eagerly(tmp_path):
+    results = bench("bench_graphs.py", tmp_path, "--smoke")
+    assert set(results["timed"]) == {f"{study}/rope" for study in ("copy", "length", "length_causal", "lm",
+                                                                    "translation")}
+    for r in results["timed"].values():  # on the CPU nothing is captured: both sides run the same eager step
+        assert r["speedup"] == pytest.approx(r["eager_step_ms"] / r["graphs_step_ms"])
+        assert r["graphs_vs_eager_capturable_max_abs"] == 0.0 and r["graphs_vs_eager_max_rel"] < 1e-6
+    assert results["capture"] == {}  # the capture check needs CUDA
