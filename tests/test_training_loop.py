@@ -424,3 +424,17 @@ def test_translation_alone_trains_eagerly_on_cuda():
     from pelab.tasks import TASKS
 
     assert {name for name, task in TASKS.items() if not task.graph_steps} == {"translation"}
+
+
+def test_on_cuda_the_lm_s_graphed_schemes_train_one_seed_at_a_time_and_everything_else_stacks():
+    from pelab.runner.train import stacks_by_default
+    from pelab.tasks import get_task
+
+    def stacks(task: str, scheme: str, device: str) -> bool:  # no dropout in these tasks: draws = randomized
+        return stacks_by_default(get_task(task), scheme, device, draws=scheme.startswith("rand_"))
+
+    assert not stacks("lm", "rope", "cuda") and not stacks("lm", "alibi", "cuda")
+    assert stacks("lm", "rand_rope", "cuda")  # trained eagerly: there the stack pays
+    assert all(stacks(task, "rope", "cuda") for task in ("copy", "translation", "reverse", "reverse_causal"))
+    assert stacks("copy", "rope", "cpu")
+    assert not stacks("lm", "rope", "cpu") and not stacks("translation", "rope", "cpu")

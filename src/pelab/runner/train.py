@@ -43,6 +43,14 @@ def draws_random_numbers(cfg, scheme: str) -> bool:
     return getattr(cfg.model, "dropout", 0.0) > 0 or draws_positions(scheme)
 
 
+def stacks_by_default(task, scheme: str, device_type: str, draws: bool) -> bool:
+    """Whether a (task, scheme)'s seeds train together unless asked otherwise (``train_runs``' ``stack``)."""
+    if device_type == "cuda":  # graphed steps (not for randomized positions) may run faster one seed at a time
+        return task.stack_when_graphed or not task.graph_steps or draws_positions(scheme)
+    # on the CPU not where training draws: there adding a seed trains only that seed
+    return task.batch_padding is None and task.stack_on_cpu and not draws
+
+
 def train_run(params: Params, task_name: str, scheme: str, seed: int, data_dir: str | Path, out_dir: str | Path,
               device: str | None = None) -> dict[str, float]:
     """Train one seed into ``out_dir`` (which appears only when complete); returns the run's cost record."""
@@ -59,7 +67,9 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     ``live_dirs``, if given, receive each seed's training curves as they are logged (DVCLive, ``runner.live``).
 
     ``stack``: train the seeds together as one vectorised model (``training.stacking``), if the task allows it
-    (``Task.vectorises``). None (auto): on CUDA always; on the CPU only for tasks whose batches need no padding
+    (``Task.vectorises``). None (auto): on CUDA always, except where the graphed step of one seed is faster
+    (``Task.stack_when_graphed``: the LM study, but its randomized schemes); on the CPU only for tasks whose batches
+    need no padding
     to stack (padding the translation seeds' batches to one length costs more than stacking saves there:
     benchmarks/results/quick_profile.md), that do not opt out (``Task.stack_on_cpu``: the LM study) and where
     training draws no random numbers (the randomized schemes: stacked, adding a seed would retrain the stack).
@@ -96,8 +106,8 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     # where training draws random numbers (dropout, randomized positions), a seed's draws depend on the stack it
     # trains in (vmap's per-seed streams): a kept run is then restored only if it trained in the same stack
     draws = draws_random_numbers(cfg, scheme)
-    if stack is None:  # on the CPU not where training draws: there adding a seed trains only that seed
-        stack = dev.type == "cuda" or (task.batch_padding is None and task.stack_on_cpu and not draws)
+    if stack is None:
+        stack = stacks_by_default(task, scheme, dev.type, draws)
     stack = stack and task.vectorises
 
     def stack_of(seed: int) -> list[int] | None:

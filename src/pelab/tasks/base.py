@@ -80,6 +80,9 @@ class Task(ABC):
     # (training.graphs): the same losses to the bit, a step 2-6x faster (benchmarks/results/gpu_h200_graphs.md);
     # for tasks whose batches take a few shapes (one graph each)
     graph_steps: ClassVar[bool] = True
+    # whether, on CUDA, graphed seeds stack (training.stacking); False where one seed's graphed step is faster than
+    # the stack's share of it (the LM study: the stack runs attention unfused under vmap)
+    stack_when_graphed: ClassVar[bool] = True
     # the padding value of each tensor of a training batch, so that batches of different lengths stack; None:
     # the task's batches always have one shape
     batch_padding: ClassVar[tuple[int, ...] | None] = None

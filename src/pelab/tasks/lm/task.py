@@ -43,6 +43,9 @@ class LMTask(Task):
     name = "lm"
     sections = {"data": LMDataConfig, "model": ModelConfig, "train": LMTrainConfig, "eval": LMEvalConfig}
     draws_positions = True  # the sequence model asks randomized schemes for its positions
+    # graphed on an H200 (full profile): one seed's step 8.1 ms, five stacked 51.9 ms, so five one after another are
+    # 1.3x faster (benchmarks/results/gpu_h200_graphs.md); the randomized schemes train eagerly, where stacking pays
+    stack_when_graphed = False
     attention_forms = (True,)  # decoder-only
     stack_on_cpu = False  # quick sizes, 2 cores: 5 seeds x 100 steps took 39.5 s stacked, 20 s one after another
     # at_L: evaluated at the training length; at_4L: at four times it (ppl_ratio: its sliding-window perplexity over
