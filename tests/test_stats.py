@@ -223,3 +223,10 @@ def test_the_cost_table_reports_per_run_time_and_says_when_seeds_trained_togethe
     none = next(line for line in table.splitlines() if line.startswith("| `none`"))
     assert "5 seeds together" in rope and "| 20.0 |" in rope  # the stack's 100 s over its five runs
     assert "one by one" in none and "| 30.0 |" in none
+    assert "CUDA graphs" not in table  # runs record ``cuda_graphs`` only when graphed
+    graphed = rows + [{"task": "copy", "pe": "rope", "seed": seed, "split": "train", "length": "all",
+                       "metric": "cuda_graphs", "value": 1.0} for seed in range(5)]
+    table = cost_table(pd.DataFrame(graphed), "copy", ["rope", "none"], "cuda")
+    assert "5 seeds together, CUDA graphs" in next(line for line in table.splitlines() if line.startswith("| `rope`"))
+    assert "one by one |" in next(line for line in table.splitlines() if line.startswith("| `none`"))
+    assert "compare times between rows trained the same way" in table

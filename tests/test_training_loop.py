@@ -438,3 +438,23 @@ def test_on_cuda_the_lm_s_graphed_schemes_train_one_seed_at_a_time_and_everythin
     assert all(stacks(task, "rope", "cuda") for task in ("copy", "translation", "reverse", "reverse_causal"))
     assert stacks("copy", "rope", "cpu")
     assert not stacks("lm", "rope", "cpu") and not stacks("translation", "rope", "cpu")
+
+
+def test_a_saved_state_resumes_in_the_optimizer_s_own_mode_eager_or_capturable():
+    """A state an eager run saved resumes a graphed run (and back): loading keeps the optimizer's capturable flag
+    and the type of its lr (a device tensor when graphed), which ``load_state_dict`` alone would overwrite."""
+    from pelab.training.loop import adamw, load_optimizer_state
+
+    cfg = TrainConfig(steps=4, batch_size=1, lr=1e-3)
+    params = [torch.nn.Parameter(torch.randn(3, 2))]
+    eager = adamw(params, [], cfg)
+    params[0].grad = torch.ones(3, 2)
+    eager.step()
+    cpu = torch.device("cpu")  # capturable AdamW runs on the CPU too, uncaptured
+    graphed = adamw([torch.nn.Parameter(torch.randn(3, 2))], [], cfg, capturable_on=cpu)
+    load_optimizer_state(graphed, eager.state_dict(), cpu)
+    assert all(g["capturable"] and isinstance(g["lr"], torch.Tensor) for g in graphed.param_groups)
+    back = adamw([torch.nn.Parameter(torch.randn(3, 2))], [], cfg)
+    load_optimizer_state(back, graphed.state_dict(), None)
+    assert all(not g["capturable"] and g["lr"] == pytest.approx(1e-3) and isinstance(g["lr"], float)
+               for g in back.param_groups)

@@ -25,10 +25,11 @@ def pick_device(requested: str = "auto") -> torch.device:
 
 
 def prepare_device(device: torch.device) -> None:
-    """Process-wide settings for ``device``: TF32 matmuls and convolutions on CUDA (the fp32 parts of mixed
-    precision run on tensor cores; PyTorch's default keeps them in full fp32), and the cuBLAS workspace that
-    deterministic algorithms need. Nothing changes for the CPU."""
+    """Process-wide settings for ``device``: on CUDA it becomes the current device, TF32 matmuls and convolutions
+    (the fp32 parts of mixed precision run on tensor cores; PyTorch's default keeps them in full fp32), and the
+    cuBLAS workspace that deterministic algorithms need. Nothing changes for the CPU."""
     if device.type == "cuda":
+        torch.cuda.set_device(device)  # the current device: CUDA graphs capture and replay on it (cuda:N too)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

@@ -94,15 +94,16 @@ def cost_table(records: pd.DataFrame, task: str, schemes: list[str], devices: di
         devices = {s: devices for s in schemes}
     header = ["scheme", "device", "trained", "params (no position table)", "params (total)", "train time / run (s)",
               "tokens/s (process)", "peak memory (MB, process)"]
-    rows = []
+    rows, graphed = [], False
     for scheme in schemes:
         def mean(metric: str, default: float = math.nan) -> float:
             values = seed_values(records, task, scheme, "train", metric)
             return summarize(values)["mean"] if values else default
 
-        together = int(mean("seeds_together", 1.0))
+        together, graphs = int(mean("seeds_together", 1.0)), mean("cuda_graphs", 0.0) > 0
+        graphed |= graphs
         rows.append([f"`{scheme}`", devices.get(scheme, "?"),
-                     f"{together} seeds together" if together > 1 else "one by one",
+                     (f"{together} seeds together" if together > 1 else "one by one") + ", CUDA graphs" * graphs,
                      f"{mean('params_without_positional'):,.0f}", f"{mean('params_total'):,.0f}",
                      f"{mean('wall_time_s') / together:.1f}", f"{mean('tokens_per_s'):,.0f}",
                      f"{mean('peak_memory_mb'):.0f}"])
@@ -110,4 +111,6 @@ def cost_table(records: pd.DataFrame, task: str, schemes: list[str], devices: di
         "\n\nTraining only (validation excluded), means over seeds; evaluation ran on the same device. Seeds "
         "trained together share one process: its time is divided among them, while its throughput and peak "
         "memory are those of all of them at once (on the CPU the process's resident set, on CUDA the allocator's "
-        "peak).")
+        "peak)." + (" \"CUDA graphs\": each step replayed from a CUDA graph (`pelab.training.graphs`), several times "
+                    "faster per step than eager on the same GPU, its peak memory including the graphs' pools: "
+                    "compare times between rows trained the same way." if graphed else ""))

@@ -149,7 +149,8 @@ def _write_run(params: Params, task, cfg, data, identity: dict, seed: int, stack
                model: torch.nn.Module, result: TrainResult, out_dir: str | Path, dev: torch.device,
                seconds: float) -> None:
     cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data), "seeds_together": len(stack)}
-    rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS]
+    rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS
+            + (("cuda_graphs",) if "cuda_graphs" in cost else ())]
     for key in HELD_OUT_LOSSES:  # the task's held-out curve, at the last step
         if key in result.history[-1]:
             rows.append({"split": key.removesuffix("_loss"), "length": "all", "metric": "loss",

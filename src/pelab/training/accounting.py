@@ -22,7 +22,9 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
 def run_cost(model: nn.Module, result: TrainResult, device: torch.device) -> dict[str, float | int | str]:
     """The train_stats.json fields every study writes beside a checkpoint."""
     peak_mb = result.peak_memory_mb or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    graphs = {"cuda_graphs": 1} if result.cuda_graphs else {}  # only then: CPU runs' records stay as they were
     return {
+        **graphs,
         **count_parameters(model),
         "wall_time_s": result.wall_time_s,
         "tokens_per_s": result.tokens / max(result.wall_time_s, 1e-9),

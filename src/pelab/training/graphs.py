@@ -50,6 +50,7 @@ class TrainStep:
         self.graphs, self.warmup, self.max_graphs = graphs, warmup, max_graphs
         self.eager_steps = 0
         self.captured: dict[tuple, tuple[torch.cuda.CUDAGraph, Batch, torch.Tensor, torch.Tensor]] = {}
+        self.side = torch.cuda.Stream(device) if graphs else None
 
     def _step(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         with autocast(self.device, cache=not self.graphs):
@@ -77,12 +78,11 @@ class TrainStep:
 
     def _eager_on_side_stream(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """A real step, on a side stream as capture's warm-up must be; the grads it leaves are dropped."""
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
+        self.side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.side):
             self.optimizer.zero_grad(set_to_none=True)
             losses, counts = self._step(batch)
-        torch.cuda.current_stream(self.device).wait_stream(side)
+        torch.cuda.current_stream(self.device).wait_stream(self.side)
         self.eager_steps += 1
         return losses, counts
 

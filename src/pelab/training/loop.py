@@ -71,6 +71,17 @@ class TrainResult:
     tokens: int = 0
     peak_memory_mb: float = 0.0
     snapshots: list[tuple[int, dict[str, torch.Tensor]]] = field(default_factory=list)
+    cuda_graphs: bool = False  # the steps replayed from CUDA graphs (``training.graphs``)
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict, capturable_on: torch.device | None) -> None:
+    """``optimizer.load_state_dict``, keeping the optimizer's own mode: a state saved by an eager run resumes a
+    graphed one and the other way round (loading copies the saved groups' ``capturable`` and lr over them)."""
+    optimizer.load_state_dict(saved)
+    for group in optimizer.param_groups:
+        group["capturable"] = capturable_on is not None
+        lr = float(group["lr"])
+        group["lr"] = lr if capturable_on is None else torch.tensor(lr, device=capturable_on)
 
 
 def lr_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> torch.optim.lr_scheduler.LambdaLR:
@@ -203,10 +214,7 @@ def train(
         with torch.no_grad():
             for name in names:
                 seeds.params[name].copy_(state["params"][name])
-        optimizer.load_state_dict(state["optimizer"])
-        if graphed:  # the saved lr tensors come back on the CPU: the graphs read them on the device
-            for group in optimizer.param_groups:
-                group["lr"] = torch.as_tensor(group["lr"], device=device)
+        load_optimizer_state(optimizer, state["optimizer"], device if graphed else None)
         schedule.load_state_dict(state["schedule"])
         torch.set_rng_state(state["rng"])
         if device.type == "cuda" and state["cuda_rng"] is not None:
@@ -264,6 +272,7 @@ def train(
     total = int(tokens.sum())
     for result in results:
         result.wall_time_s, result.eval_time_s, result.peak_memory_mb, result.tokens = wall, eval_time, peak, total
+        result.cuda_graphs = graphed
     return results
 
 
