@@ -458,3 +458,14 @@ def test_a_saved_state_resumes_in_the_optimizer_s_own_mode_eager_or_capturable()
     load_optimizer_state(back, graphed.state_dict(), None)
     assert all(not g["capturable"] and g["lr"] == pytest.approx(1e-3) and isinstance(g["lr"], float)
                for g in back.param_groups)
+
+
+def test_preparing_a_cuda_device_makes_an_indexed_one_current_and_leaves_plain_cuda_alone(monkeypatch):
+    from pelab import device as device_module
+
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    device_module.prepare_device(torch.device("cuda"))
+    device_module.prepare_device(torch.device("cuda:1"))
+    device_module.prepare_device(torch.device("cpu"))
+    assert chosen == [1]

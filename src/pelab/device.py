@@ -29,7 +29,8 @@ def prepare_device(device: torch.device) -> None:
     (the fp32 parts of mixed precision run on tensor cores; PyTorch's default keeps them in full fp32), and the
     cuBLAS workspace that deterministic algorithms need. Nothing changes for the CPU."""
     if device.type == "cuda":
-        torch.cuda.set_device(device)  # the current device: CUDA graphs capture and replay on it (cuda:N too)
+        if device.index is not None:  # cuda:N becomes the current device, which CUDA graphs capture and replay on
+            torch.cuda.set_device(device.index)  # (plain "cuda" is the current device already)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
