@@ -116,14 +116,20 @@ class LengthTask(Task):
             held_out = [rows(data, sources[:VAL_PER_LENGTH], self.causal)
                         for n, sources in data.splits["test"].items() if n <= data.config.train_max]
 
+        held_out = [(tokens.to(device), targets.to(device)) for tokens, targets in held_out]  # moved once
+
         @torch.no_grad()
         def held_out_loss(model: LengthTransformer) -> dict[str, float]:
             model.eval()
-            total = count = 0.0
-            for tokens, targets in held_out:
+            losses, counts = [], []
+            for batch in held_out:
                 with autocast(device):
-                    loss, n = length_loss(model, (tokens.to(device), targets.to(device)))
-                total, count = total + float(loss) * int(n), count + int(n)
+                    loss, n = length_loss(model, batch)
+                losses.append(loss)
+                counts.append(n)
+            total = count = 0.0  # the device read once per validation, not twice per length
+            for loss, n in zip(torch.stack(losses).tolist(), torch.stack(counts).tolist()):
+                total, count = total + loss * n, count + n
             return {key: total / count}
 
         return held_out_loss
