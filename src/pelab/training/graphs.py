@@ -21,15 +21,11 @@ batches vary in length) the remaining shapes run eagerly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
 from pelab.device import autocast
 from pelab.training.stacking import Batch, SeedStack
-
-Step = Callable[[Batch], tuple[torch.Tensor, torch.Tensor]]
 
 
 def graph_safe(models: list[nn.Module]) -> bool:
