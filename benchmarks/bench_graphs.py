@@ -99,6 +99,9 @@ def build(study: str, scheme: str, size: dict, seed: int) -> torch.nn.Module:
 
 LOSSES = {"copy": copy_loss, "length": length_loss, "length_causal": length_loss, "lm": lm_loss,
           "translation": make_loss(0.1)}
+# how each study's batches are padded to stack (None: one shape always); the length study's pad its targets with
+# the ignored label
+PADDING = {"copy": None, "length": (0, IGNORE), "length_causal": (0, IGNORE), "lm": None, "translation": (0, 0, 0)}
 
 
 class EagerCapturable:
@@ -117,12 +120,11 @@ def fit(study: str, models, size: dict, steps: int, device: torch.device, mode: 
     cfg = TrainConfig(steps=steps, batch_size=size["batch"], lr=1e-3, warmup_steps=max(1, steps // 10),
                       weight_decay=0.01, grad_clip=1.0, log_every=max(1, steps // 10))
     data = [batches(study, size, s, steps) for s in range(len(models))]
-    pad = {"copy": None, "lm": None, "translation": (0, 0, 0)}.get(study, (0, IGNORE))
     real = loop.TrainStep
     if mode == "eager_capturable":
         loop.TrainStep = EagerCapturable(real)
     try:
-        results = loop.train(models, data, LOSSES[study], cfg, device, pad_values=pad, desc=study,
+        results = loop.train(models, data, LOSSES[study], cfg, device, pad_values=PADDING[study], desc=study,
                              graphs=mode != "eager")
     finally:
         loop.TrainStep = real

@@ -39,7 +39,7 @@ def main(device: str, study: str, size: str, seeds: int, steps: int, rows: int, 
         shape, batches, build = bench_graphs.FULL[study], bench_graphs.batches, bench_graphs.build
     cfg = TrainConfig(steps=steps, batch_size=shape["batch"], lr=1e-3, warmup_steps=1, log_every=steps)
     loss = bench_graphs.LOSSES[study]
-    pad = {"copy": None, "lm": None, "translation": (0, 0, 0)}.get(study, (0, -100))
+    pad = bench_graphs.PADDING[study]
     data = [batches(study, shape, s, steps) for s in range(seeds)]
 
     def timed(fn) -> float:  # ms per step

@@ -14,7 +14,7 @@ from pelab import io
 from pelab.config import to_dict
 from pelab.device import pick_device, precision, use_deterministic_algorithms
 from pelab.params import Params
-from pelab.positional import PositionalEncoding, check_scheme, draws_positions
+from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, check_scheme, draws_positions
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.kept_runs import KeptRuns, fingerprint
 from pelab.runner.live import live_logger
@@ -45,8 +45,9 @@ def draws_random_numbers(cfg, scheme: str) -> bool:
 
 def stacks_by_default(task, scheme: str, device_type: str, draws: bool) -> bool:
     """Whether a (task, scheme)'s seeds train together unless asked otherwise (``train_runs``' ``stack``)."""
-    if device_type == "cuda":  # graphed steps (not for randomized positions) may run faster one seed at a time
-        return task.stack_when_graphed or not task.graph_steps or draws_positions(scheme)
+    if device_type == "cuda":  # graphed steps (``PositionalEncoding.graph_safe``) may run faster one seed at a time
+        graphed = task.graph_steps and POSITIONAL_ENCODINGS[check_scheme(scheme)].graph_safe
+        return task.stack_when_graphed or not graphed
     # on the CPU not where training draws: there adding a seed trains only that seed
     return task.batch_padding is None and task.stack_on_cpu and not draws
 
