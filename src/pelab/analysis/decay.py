@@ -15,6 +15,7 @@ import torch
 from pelab.analysis.invariants import diagonal_spread
 from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_table
 
+
 def offsets(max_offset: int) -> torch.Tensor:
     """Δ = −max_offset..max_offset: (2·max_offset + 1,)."""
     return torch.arange(-max_offset, max_offset + 1)
@@ -69,6 +70,17 @@ def relative_only_spread(scores: torch.Tensor) -> float:
     """max over heads and offsets of the spread of scores along s − t = const, relative to max |score|:
     0 when every head's scores depend on the offset only."""
     return max(float(diagonal_spread(head).max() / head.abs().max().clamp(min=1e-12)) for head in scores)
+
+
+def self_peak_share(scores: torch.Tensor) -> float:
+    """The share of (head, query t) whose largest score is at key s = t: scores (H, T, T)."""
+    return float((scores.argmax(-1) == torch.arange(scores.shape[-1])).float().mean())
+
+
+def peak_offsets(scores: torch.Tensor) -> list[int]:
+    """Per head, the offset Δ at which its mean score over t (``scores_by_offset``) is largest: scores (H, T, T)."""
+    delta, mean, _, _ = scores_by_offset(scores)
+    return [int(delta[i]) for i in mean.argmax(-1)]
 
 
 def asymmetry(curve: torch.Tensor) -> float:

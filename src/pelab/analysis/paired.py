@@ -10,10 +10,16 @@ import pandas as pd
 
 from pelab.stats import holm, paired_t_test, sign_flip_test, summarize
 
+
 def seed_values(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> list[float]:
     sel = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == split)
                   & (records["metric"] == metric) & (records["length"] == "all")]
     return sel.sort_values("seed")["value"].tolist()
+
+
+def seed_summary(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> dict[str, float]:
+    """``stats.summarize`` of ``seed_values``: mean, sd, t-interval, n."""
+    return summarize(seed_values(records, task, scheme, split, metric))
 
 
 def seed_map(records: pd.DataFrame, task: str, scheme: str, split: str, metric: str) -> dict[int, float]:
@@ -23,7 +29,7 @@ def seed_map(records: pd.DataFrame, task: str, scheme: str, split: str, metric: 
 
 
 def best_scheme(records: pd.DataFrame, task: str, schemes: list[str], split: str, metric: str) -> str:
-    return max(schemes, key=lambda s: summarize(seed_values(records, task, s, split, metric))["mean"])
+    return max(schemes, key=lambda s: seed_summary(records, task, s, split, metric)["mean"])
 
 
 def reference_tests(records: pd.DataFrame, task: str, schemes: list[str], reference: str, split: str,

@@ -65,8 +65,13 @@ class ReportContext:
         if key not in self._captures:
             path = self.result_path(task, scheme, seed)
             found = path is not None and (path / PROBE_FILE).exists()
-            self._captures[key] = torch.load(path / PROBE_FILE, map_location="cpu", weights_only=True) if found else None
+            self._captures[key] = (torch.load(path / PROBE_FILE, map_location="cpu", weights_only=True) if found
+                                   else None)
         return self._captures[key]
+
+    def captured_seeds(self, task: str, scheme: str) -> dict[int, dict[str, Any]]:
+        """{seed: captures} of the scheme's runs that evaluation captured, in seed order."""
+        return {seed: found for seed in self.seeds if (found := self.captures(task, scheme, seed)) is not None}
 
     def fact(self, task: str, metric: str, split: str = "task") -> float:
         """A value evaluation wrote once per run about the task itself (chance, row lengths; the same in every run)."""

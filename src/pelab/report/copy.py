@@ -13,7 +13,7 @@ from pelab.positional import Usage, is_control
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import draw_curves, save, scheme_palette
+from pelab.report.style import band, draw_curves, save, scheme_palette
 from pelab.report.tables import comparison_table, cost_table, difference_matrix, markdown_table
 from pelab.stats import summarize
 
@@ -86,22 +86,18 @@ def section(ctx: ReportContext) -> list[str]:
 
 
 SPLIT_TITLES = {"test": "held-out test (training lengths)", "test_long": "longer than training"}
-
-
 METRIC_TITLES = {"exact_match": "exact match", "token_accuracy": "token accuracy (copied part)"}
 
 
 def draw_accuracy_by_scheme(records: pd.DataFrame, schemes: list[str], path: Path) -> Path:
     """Every seed as a point, mean as a bar tick and the 95% t-interval as an error bar."""
     palette = scheme_palette()
-    overall = records[(records["task"] == "copy") & (records["length"] == "all")]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharey=True)
     for row, split in enumerate(SPLIT_TITLES):
         for col, metric in enumerate(METRIC_TITLES):
             ax = axes[row, col]
             for x, scheme in enumerate(schemes):
-                values = overall[(overall["pe"] == scheme) & (overall["split"] == split) & (overall["metric"] == metric)]
-                values = values.sort_values("seed")["value"].tolist()
+                values = seed_values(records, "copy", scheme, split, metric)
                 s = summarize(values)
                 jitter = [x + 0.08 * (i - (len(values) - 1) / 2) for i in range(len(values))]
                 ax.scatter(jitter, values, s=18, color=palette[scheme], alpha=0.75, zorder=3)
@@ -127,9 +123,9 @@ def draw_accuracy_by_length(records: pd.DataFrame, schemes: list[str], path: Pat
         for scheme in schemes:
             sel = rows[(rows["pe"] == scheme) & (rows["metric"] == metric)]
             curve = sel.groupby("length")["value"].agg(["mean", "std"]).reset_index()
-            ax.plot(curve["length"], curve["mean"], marker="o", ms=3, label=scheme, color=palette[scheme])
-            ax.fill_between(curve["length"], curve["mean"] - curve["std"].fillna(0), curve["mean"] + curve["std"].fillna(0),
-                            color=palette[scheme], alpha=0.12)
+            sd = curve["std"].fillna(0)
+            band(ax, curve["length"], {"mean": curve["mean"], "min": curve["mean"] - sd, "max": curve["mean"] + sd},
+                 palette[scheme], scheme, alpha=0.12, edge=True, marker="o", ms=3)
         train_max = rows[rows["split"] == "test"]["length"].max()
         ax.axvline(train_max + 0.5, color="grey", ls="--", lw=1)
         ax.text(train_max + 0.6, 0.5, "longer than\ntraining →", fontsize=8, color="grey")

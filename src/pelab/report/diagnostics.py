@@ -12,34 +12,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
+from pelab.analysis.diagnostics import beyond_score, changes, rank_correlation, relative_lengths, slow_pairs
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import save, scheme_palette
+from pelab.report.style import band, save, scheme_palette, seed_band
 from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
 
 FIGURE, ROPE_FIGURE = "diagnostics_by_length.png", "diagnostics_rope_frequencies.png"
 PANELS = (("attn_entropy_norm", "entropy / log(keys seen)"), ("first_token_ratio", "first-token weight × keys seen"),
           ("attn_distance_norm", "attended distance / uniform"))
-# each task's score beyond its training lengths, the first found in its records: (split, metric, label, higher is
-# better)
-BEYOND_SCORES = (("beyond", "exact_match", "exact match beyond N", True),
-                 ("test_long", "exact_match", "exact match, long", True),
-                 ("at_4L", "ppl_ratio", "ppl(4L)/ppl(L)", False))
-
-def probe_rows(records: pd.DataFrame) -> pd.DataFrame:
-    return records[records["split"] == "probe"]
-
-
-def relative_lengths(probe: pd.DataFrame) -> pd.DataFrame:
-    """Per-length probe rows with ``ratio`` = row length / the run's longest training row."""
-    trained = probe[probe["metric"] == "trained_length"].set_index(["task", "pe", "seed"])["value"]
-    rows = probe[probe["length"] != "all"].copy()
-    rows["tokens"] = rows["length"].astype(int)
-    rows["ratio"] = rows["tokens"] / trained.reindex(pd.MultiIndex.from_frame(rows[["task", "pe", "seed"]])).values
-    return rows
 
 
 def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
@@ -50,9 +33,8 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
             ax = axes[r, c]
             sel = rows[(rows["task"] == task) & (rows["metric"] == metric)]
             for scheme in dict.fromkeys(sel["pe"]):
-                band = sel[sel["pe"] == scheme].groupby("ratio")["value"].agg(["mean", "min", "max"]).reset_index()
-                ax.plot(band["ratio"], band["mean"], marker="o", ms=3, lw=1.4, color=palette[scheme], label=scheme)
-                ax.fill_between(band["ratio"], band["min"], band["max"], color=palette[scheme], alpha=0.15, lw=0)
+                stats = seed_band(sel[sel["pe"] == scheme], "ratio")
+                band(ax, stats["ratio"], stats, palette[scheme], scheme, marker="o", ms=3, lw=1.4)
             ax.axvline(1.0, color="0.4", ls="--", lw=1)
             if metric != "attn_entropy_norm":
                 ax.axhline(1.0, color="0.6", ls=":", lw=1)
@@ -70,51 +52,30 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
 
 def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[str, str]:
     """The table of one task and its generated reading."""
-    sel = rows[rows["task"] == task]
-    schemes = list(dict.fromkeys(sel["pe"]))
-    low, high = sel["ratio"].min(), sel["ratio"].max()
-    trained = sel[np.isclose(sel["ratio"], 1.0)]
-    at_train = trained if not trained.empty else sel[sel["ratio"] == low]
-    longest = sel[sel["ratio"] == high]
-    score = next(((split, metric, label, up) for split, metric, label, up in BEYOND_SCORES
-                  if not records[(records["task"] == task) & (records["split"] == split)
-                                 & (records["metric"] == metric)].empty), None)
-
-    def per_seed(frame: pd.DataFrame, metric: str) -> pd.Series:
-        return frame[frame["metric"] == metric].groupby(["pe", "seed"])["value"].mean()
-
-    header = ["scheme"] + ([score[2]] if score else []) + [
+    score = beyond_score(records, task)
+    found, low, high = changes(rows, records, task, [metric for metric, _ in PANELS], score)
+    header = ["scheme"] + ([score.label] if score else []) + [
         "entropy ratio: train → longest", "first-token ratio: train → longest", "distance ratio: train → longest"]
-    table, scores, rises, sinks, changes = [], {}, {}, {}, {}
-    for scheme in schemes:
-        cells = [f"`{scheme}`"]
-        if score:
-            values = records[(records["task"] == task) & (records["pe"] == scheme) & (records["split"] == score[0])
-                             & (records["metric"] == score[1]) & (records["length"] == "all")]["value"].tolist()
-            scores[scheme] = summarize(values)["mean"]
-            cells.append(format_mean_sd(summarize(values)))
-        for metric, _ in PANELS:
-            before, after = per_seed(at_train, metric).get(scheme), per_seed(longest, metric).get(scheme)
-            a, b = summarize(before.tolist()), summarize(after.tolist())
-            cells.append(f"{format_mean_sd(a, 2)} → {format_mean_sd(b, 2)}")
-            changes.setdefault(scheme, []).append(f"{a['mean']:.2f} → {b['mean']:.2f}")
-            if metric == "attn_entropy_norm":
-                rises[scheme] = b["mean"] - a["mean"]
-            if metric == "first_token_ratio":
-                sinks[scheme] = b["mean"]
-        table.append(cells)
+    table = [[f"`{scheme}`"] + ([format_mean_sd(summarize(c.score))] if score else [])
+             + [f"{format_mean_sd(a, 2)} → {format_mean_sd(b, 2)}" for a, b in c.diagnostics.values()]
+             for scheme, c in found.items()]
+    scores = {s: summarize(c.score)["mean"] for s, c in found.items()} if score else {}
+    entropy = {s: c.diagnostics["attn_entropy_norm"] for s, c in found.items()}
+    rises = {s: after["mean"] - before["mean"] for s, (before, after) in entropy.items()}
+    sinks = {s: c.diagnostics["first_token_ratio"][1]["mean"] for s, c in found.items()}
     most, least, sink = max(rises, key=rises.get), min(rises, key=rises.get), max(sinks, key=sinks.get)
-    extremes, rho, same_score = [], None, None
+    extremes, same_score = [], None
     if score and len(set(np.round(list(scores.values()), 6))) > 1:
-        ranked = sorted(scores, key=scores.get, reverse=score[3])
-        extremes = [(which, s, scores[s], *changes[s]) for which, s in (("best", ranked[0]), ("worst", ranked[-1]))]
-        if len(scores) >= 4 and len(set(np.round(list(rises.values()), 6))) > 1:
-            rho = spearmanr([scores[s] for s in schemes], [rises[s] for s in schemes]).statistic
+        ranked = sorted(scores, key=scores.get, reverse=score.higher_is_better)
+        extremes = [(which, s, scores[s], *(f"{a['mean']:.2f} → {b['mean']:.2f}" for a, b in
+                                            found[s].diagnostics.values()))
+                    for which, s in (("best", ranked[0]), ("worst", ranked[-1]))]
     elif score:
         same_score = next(iter(scores.values()))
     reading = fill("diagnostics_reading.md", low=low, high=high, most=most, rise_most=signed(rises[most]),
                    least=least, rise_least=signed(rises[least]), sink=sink, sink_value=sinks[sink], extremes=extremes,
-                   label=score[2] if score else "", rho=rho, n=len(schemes), same_score=same_score)
+                   label=score.label if score else "", rho=rank_correlation(scores, rises) if extremes else None,
+                   n=len(found), same_score=same_score)
     return markdown_table(header, table), reading
 
 
@@ -133,8 +94,7 @@ def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], 
             share = mine[mine["metric"].str.endswith("_share")].groupby("metric")["value"].agg(["mean", "min", "max"])
             periods = mine[mine["metric"].str.endswith("_period")].groupby("metric")["value"].mean()
             x = periods.reindex(share.index.str.replace("_share", "_period")).values
-            ax.plot(x, share["mean"], marker="o", ms=3, lw=1.4, color=palette[scheme], label=scheme)
-            ax.fill_between(x, share["min"], share["max"], color=palette[scheme], alpha=0.15, lw=0)
+            band(ax, x, share, palette[scheme], scheme, marker="o", ms=3, lw=1.4)
         ax.axvline(trained[task], color="0.4", ls="--", lw=1)
         ax.set_xscale("log")
         ax.set_title(task, fontsize=9)
@@ -158,17 +118,13 @@ def rope_table(ctx: ReportContext, probe: pd.DataFrame) -> str:
     for task in tasks:
         sel = bands[bands["task"] == task]
         for scheme in dict.fromkeys(sel["pe"]):
-            mine = sel[sel["pe"] == scheme]
-            slow = {m.replace("_period", "_share") for m, v in
-                    mine[mine["metric"].str.endswith("_period")].groupby("metric")["value"].mean().items()
-                    if v > trained[task]}
-            per_seed = mine[mine["metric"].isin(slow)].groupby("seed")["value"].sum()
-            table.append([task, f"`{scheme}`", str(len(slow)), format_mean_sd(summarize(per_seed.tolist()), 2)])
+            n, shares = slow_pairs(sel[sel["pe"] == scheme], trained[task])
+            table.append([task, f"`{scheme}`", str(n), format_mean_sd(summarize(shares), 2)])
     return markdown_table(["task", "scheme", "pairs slower than L", "their share"], table)
 
 
 def section(ctx: ReportContext) -> list[str]:
-    probe = probe_rows(ctx.records)
+    probe = ctx.records[ctx.records["split"] == "probe"]
     if probe.empty:
         return []
     rows = relative_lengths(probe)

@@ -15,7 +15,7 @@ from pelab.positional import Usage, draws_positions
 from pelab.report.common import line_style, palette_with_variants, scheme_choices, variant_bases, with_variants
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
-from pelab.report.style import save
+from pelab.report.style import band, save, seed_band
 from pelab.report.tables import markdown_table
 from pelab.stats import summarize
 
@@ -71,8 +71,9 @@ def section(ctx: ReportContext) -> list[str]:
     beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
                      & (records["metric"] == "token_accuracy") & (records["length"] == "all")]
     rank = ranking(beyond[beyond["pe"].isin(schemes)][["task", "pe", "seed", "value"]])
-    rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}", f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}",
-                  f"{r['first']:.2f}"] for s, r in rank.iterrows()]
+    rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}",
+                  f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}", f"{r['first']:.2f}"]
+                 for s, r in rank.iterrows()]
     longest_trained = int(max(ctx.fact(t, "longest_trained_row") for t in tasks))
     longest_eval = int(max(ctx.fact(t, "longest_eval_row") for t in tasks))
     notes = scheme_choices(ctx, tasks[0], schemes, Usage("the length study", longest_trained, longest_eval,
@@ -109,10 +110,8 @@ def draw_accuracy_by_length(records: pd.DataFrame, tasks: list[str], schemes: li
             sel = rows[(rows["task"] == task) & (rows["pe"] == scheme)]
             if sel.empty:
                 continue
-            band = sel.groupby("length")["value"].agg(["mean", "min", "max"]).reset_index()
-            ax.plot(band["length"], band["mean"], color=palette[scheme], lw=1.6, label=scheme,
-                    ls=line_style(scheme))
-            ax.fill_between(band["length"], band["min"], band["max"], color=palette[scheme], alpha=0.15, lw=0)
+            stats = seed_band(sel, "length")
+            band(ax, stats["length"], stats, palette[scheme], scheme, lw=1.6, ls=line_style(scheme))
         if metric == "token_accuracy" and task in chance:
             ax.axhline(chance[task], color="0.4", ls=":", lw=1)
         ax.set_title(task, fontsize=10)

@@ -19,7 +19,7 @@ from pelab.positional import Usage, draws_positions
 from pelab.report.common import line_style, palette_with_variants, scheme_choices, variant_bases, with_variants
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
-from pelab.report.style import save
+from pelab.report.style import band, save, seed_band
 from pelab.report.tables import comparison_table
 from pelab.stats import summarize
 
@@ -49,10 +49,8 @@ def draw_perplexity(records: pd.DataFrame, schemes: list[str], context: int, pat
             sel = rows[rows["pe"] == scheme]
             if sel.empty:
                 continue
-            band = sel.groupby("length")["value"].agg(["mean", "min", "max"]).reset_index()
-            ax.plot(band["length"], band["mean"], marker="o", ms=3, color=colours[scheme], lw=1.6,
-                    ls=line_style(scheme), label=scheme)
-            ax.fill_between(band["length"], band["min"], band["max"], color=colours[scheme], alpha=0.15, lw=0)
+            stats = seed_band(sel, "length")
+            band(ax, stats["length"], stats, colours[scheme], scheme, marker="o", ms=3, lw=1.6, ls=line_style(scheme))
         ax.axvline(context, color="0.4", ls="--", lw=1)
         ax.text(context, 1.01, " L (training)", transform=ax.get_xaxis_transform(), fontsize=8, color="0.35")
         ax.set_xscale("log", base=2)
@@ -78,9 +76,9 @@ def draw_nll_by_position(records: pd.DataFrame, schemes: list[str], context: int
         sel = rows[rows["pe"] == scheme]
         if sel.empty:
             continue
-        band = sel.groupby("length")["value"].agg(["mean", "min", "max"]).reset_index()
-        ax.plot(band["length"], band["mean"], color=colours[scheme], lw=1.6, ls=line_style(scheme),
-                label=scheme, drawstyle="steps-post")
+        stats = seed_band(sel, "length")
+        ax.plot(stats["length"], stats["mean"], color=colours[scheme], lw=1.6, ls=line_style(scheme), label=scheme,
+                drawstyle="steps-post")
     ax.axvline(context, color="0.4", ls="--", lw=1)
     ax.set_xlabel("position in the window (bin start)")
     ax.set_ylabel("mean NLL (nats)")

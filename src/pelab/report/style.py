@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -16,8 +17,6 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from pelab.positional import scheme_names  # noqa: E402
 
 DPI = 130
-
-
 EXTRA_COLOURS = [(0.0, 0.0, 0.0), (0.45, 0.45, 0.0), (0.0, 0.45, 0.45), (0.55, 0.0, 0.3)]  # after tab10's ten
 
 
@@ -55,6 +54,53 @@ def symmetric_heatmap(ax, values: np.ndarray, title: str, xlabel: str, ylabel: s
     return image
 
 
+class Attention(NamedTuple):
+    """One panel of ``draw_attention``: weights (Tq, Tk), the query and key tokens, and its titles."""
+
+    weights: np.ndarray
+    queries: list[str]
+    keys: list[str]
+    title: str
+    ylabel: str = ""
+    xlabel: str = ""
+
+
+def draw_attention(grid: list[list[Attention | None]], size: float, title: str, path: Path) -> Path:
+    """Attention maps on one 0–1 scale, ``size`` inches a panel, queries down and keys across, the tokens as tick
+    labels; a None panel is left blank."""
+    n_rows, n_cols = len(grid), len(grid[0])
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 1.0, size * n_rows + 0.8), squeeze=False,
+                             layout="constrained")
+    for ax, panel in zip(axes.flat, (panel for row in grid for panel in row)):
+        if panel is None:
+            ax.axis("off")
+            continue
+        image = ax.imshow(panel.weights, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        ax.grid(False)
+        ax.set_xticks(range(len(panel.keys)), panel.keys, rotation=90, fontsize=6)
+        ax.set_yticks(range(len(panel.queries)), panel.queries, fontsize=6)
+        ax.set_title(panel.title, fontsize=9)
+        if panel.ylabel:
+            ax.set_ylabel(panel.ylabel, fontsize=8)
+        if panel.xlabel:
+            ax.set_xlabel(panel.xlabel, fontsize=8)
+    fig.colorbar(image, ax=axes, fraction=0.015, pad=0.01, label="attention weight")
+    fig.suptitle(title, fontsize=11)
+    return save(fig, path)
+
+
+def band(ax, x, stats, colour, label: str | None = None, *, alpha: float = 0.15, edge: bool = False, **line):
+    """One scheme's mean over seeds as a line (``line``: its style) over the seeds' min–max as a band; ``stats``:
+    ``mean``, ``min`` and ``max`` by ``x``. ``edge``: the band keeps matplotlib's edge line."""
+    ax.plot(x, stats["mean"], color=colour, label=label, **line)
+    ax.fill_between(x, stats["min"], stats["max"], color=colour, alpha=alpha, **({} if edge else {"lw": 0}))
+
+
+def seed_band(rows: pd.DataFrame, by: str, column: str = "value") -> pd.DataFrame:
+    """Mean, min and max over seeds of ``column`` by ``by`` (a column again)."""
+    return rows.groupby(by)[column].agg(["mean", "min", "max"]).reset_index()
+
+
 def draw_curves(curves: pd.DataFrame, schemes: list[str], panels: list[tuple[str, str | None]], path: Path, *,
                 log: bool = False, sharey: bool = False, ylabel: str | None = None, title: str | None = None,
                 figsize: tuple[float, float] = (11, 4.2)) -> Path:
@@ -66,9 +112,8 @@ def draw_curves(curves: pd.DataFrame, schemes: list[str], panels: list[tuple[str
     for ax, (column, panel_title) in zip(axes, panels):
         for scheme in schemes:
             sel = curves[curves["pe"] == scheme].dropna(subset=[column])
-            stats = sel.groupby("step")[column].agg(["mean", "min", "max"]).reset_index()
-            ax.plot(stats["step"], stats["mean"], label=scheme, color=palette[scheme], lw=1.4)
-            ax.fill_between(stats["step"], stats["min"], stats["max"], color=palette[scheme], alpha=0.15)
+            stats = seed_band(sel, "step", column)
+            band(ax, stats["step"], stats, palette[scheme], scheme, edge=True, lw=1.4)
         if log:
             ax.set_yscale("log")
         ax.set_xlabel("training step")

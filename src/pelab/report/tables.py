@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from pelab.analysis.paired import best_scheme, reference_tests, seed_map, seed_values
+from pelab.report.render import fill
 from pelab.stats import format_interval, format_mean_sd, metric_summary, summarize
 
 
@@ -107,10 +108,4 @@ def cost_table(records: pd.DataFrame, task: str, schemes: list[str], devices: di
                      f"{mean('params_without_positional'):,.0f}", f"{mean('params_total'):,.0f}",
                      f"{mean('wall_time_s') / together:.1f}", f"{mean('tokens_per_s'):,.0f}",
                      f"{mean('peak_memory_mb'):.0f}"])
-    return markdown_table(header, rows) + (
-        "\n\nTraining only (validation excluded), means over seeds; evaluation ran on the same device. Seeds "
-        "trained together share one process: its time is divided among them, while its throughput and peak "
-        "memory are those of all of them at once (on the CPU the process's resident set, on CUDA the allocator's "
-        "peak)." + (" \"CUDA graphs\": each step replayed from a CUDA graph (`pelab.training.graphs`), several times "
-                    "faster per step than eager on the same GPU, its peak memory including the graphs' pools: "
-                    "compare times between rows trained the same way." if graphed else ""))
+    return fill("cost_table.md", table=markdown_table(header, rows), graphed=graphed)

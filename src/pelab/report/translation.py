@@ -11,7 +11,7 @@ import pandas as pd
 
 from pelab import io
 from pelab.analysis.bootstrap import RESAMPLES, paired_bootstrap
-from pelab.analysis.paired import reference_tests, seed_values
+from pelab.analysis.paired import reference_tests, seed_summary
 from pelab.positional import is_control
 from pelab.report.analyses.anchors import ANCHORS
 from pelab.report.context import ReportContext
@@ -19,16 +19,13 @@ from pelab.report.copy import choices
 from pelab.report.render import fill, render
 from pelab.report.style import draw_curves, save, scheme_palette
 from pelab.report.tables import comparison_table, cost_table, difference_matrix, format_p, markdown_table
-from pelab.stats import format_mean_sd, summarize
+from pelab.stats import format_mean_sd
 
 TASK = "translation"
-
 BLEU_BY_LENGTH, LOSS = "translation_bleu_by_length.png", "translation_loss_curves.png"
 
 # The reference report's NLTK "BLEU-4" (IWSLT2017 fr-en, best of three runs, raw strings -> character n-grams).
 REFERENCE_NLTK = {a.scheme: a.published for a in ANCHORS if a.metric == "nltk_char_bleu_beam"}
-
-
 CORPORA = {"multi30k": "Multi30k task 1 (Elliott et al. 2016/2017)", "iwslt2017": "IWSLT 2017 fr-en (TED talks)"}
 
 
@@ -37,7 +34,7 @@ def _cell(text: str) -> str:
 
 
 def _mean(records: pd.DataFrame, scheme: str, split: str, metric: str) -> dict[str, float]:
-    return summarize(seed_values(records, TASK, scheme, split, metric))
+    return seed_summary(records, TASK, scheme, split, metric)
 
 
 def _reading(records: pd.DataFrame, schemes: list[str], split: str, best: str, reference: str) -> str:

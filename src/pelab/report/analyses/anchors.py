@@ -65,10 +65,5 @@ def anchors_table(records: pd.DataFrame, caveat_values: dict[str, object]) -> st
 def section(ctx: ReportContext) -> list[str]:
     if not ctx.has_task("copy"):
         return []
-    return [
-        "### Anchors: our numbers beside published ones",
-        "",
-        anchors_table(ctx.records, {"context": ctx.copy.data.context, "n_layers": ctx.copy.model.n_layers,
-                                    "d_model": ctx.copy.model.d_model}),
-        "",
-    ]
+    return ["### Anchors: our numbers beside published ones", "", anchors_table(ctx.records, {
+        "context": ctx.copy.data.context, "n_layers": ctx.copy.model.n_layers, "d_model": ctx.copy.model.d_model}), ""]

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from pelab.analysis.attention import copy_alignment
 from pelab.report.common import over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.render import render
-from pelab.report.style import save
+from pelab.report.style import Attention, draw_attention
 from pelab.report.tables import markdown_table
 from pelab.stats import summarize
 
@@ -20,29 +19,25 @@ from pelab.stats import summarize
 def section(ctx: ReportContext) -> list[str]:
     rows, images, mean_alignment = [], [], {}
     for scheme in ctx.schemes:
-        alignment, correct, seed_head = [], [], "–"
-        for seed in ctx.seeds:
-            captured = ctx.captures("copy", scheme, seed)  # written by evaluation: pelab.probe.captures
-            if captured is None:
-                continue
-            labels = captured["labels"]
-            n = labels.index("<copy>")  # the example's digits precede the copy token
-            weights, predicted = captured["attention"], captured["predicted"]
-            per_head = copy_alignment(weights, n)  # (L, H)
-            alignment.append(float(per_head.max()))
-            correct.append(bool((predicted == captured["target"]).all()))
-            if seed == ctx.seed:
-                layer, head = divmod(int(per_head.argmax()), per_head.shape[1])
-                seed_head = f"layer {layer}, head {head} ({float(per_head.max()):.2f})"
-                prediction = " ".join(captured["predicted_labels"])
-                draw_attention_grid(weights.numpy(), labels,
-                                       f"{scheme} (seed {seed}); model output: {prediction}",
-                                       ctx.figure(f"attention_{scheme}.png"))
-                images.append(ctx.image(f"attention, {scheme}", f"attention_{scheme}.png"))
-        if not alignment:  # evaluation captured nothing for this scheme
+        found = ctx.captured_seeds("copy", scheme)  # written by evaluation: pelab.probe.captures
+        if not found:
             continue
+        # (L, H) per seed: the example's digits precede the copy token
+        per_head = {seed: copy_alignment(c["attention"], c["labels"].index("<copy>")) for seed, c in found.items()}
+        alignment = [float(a.max()) for a in per_head.values()]
+        correct = sum(bool((c["predicted"] == c["target"]).all()) for c in found.values())
+        seed_head = "–"
+        if ctx.seed in found:
+            captured, best = found[ctx.seed], per_head[ctx.seed]
+            layer, head = divmod(int(best.argmax()), best.shape[1])
+            seed_head = f"layer {layer}, head {head} ({float(best.max()):.2f})"
+            output = " ".join(captured["predicted_labels"])
+            draw_attention_grid(captured["attention"].numpy(), captured["labels"],
+                                f"{scheme} (seed {ctx.seed}); model output: {output}",
+                                ctx.figure(f"attention_{scheme}.png"))
+            images.append(ctx.image(f"attention, {scheme}", f"attention_{scheme}.png"))
         mean_alignment[scheme] = summarize(alignment)["mean"]
-        rows.append([f"`{scheme}`", over_seeds(alignment, 2), seed_head, f"{sum(correct)} / {len(correct)}"])
+        rows.append([f"`{scheme}`", over_seeds(alignment, 2), seed_head, f"{correct} / {len(found)}"])
     header = ["scheme", "copy alignment of the best head", f"best head, seed {ctx.seed}",
               "seeds that copy the example exactly"]
     return render("attention.md", context=ctx.copy.data.context, seed=ctx.seed, images=images,
@@ -54,21 +49,6 @@ def section(ctx: ReportContext) -> list[str]:
 def draw_attention_grid(weights: np.ndarray, labels: list[str], title: str, path: Path) -> Path:
     """weights (L, H, T, T): one panel per layer (rows) and head (columns), tokens as tick labels."""
     n_layers, n_heads, t, _ = weights.shape
-    size = max(2.6, 0.17 * t)
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads + 1.0, size * n_layers + 0.8), squeeze=False,
-                             layout="constrained")
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            ax = axes[layer, head]
-            image = ax.imshow(weights[layer, head], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-            ax.grid(False)
-            ax.set_xticks(range(t), labels, rotation=90, fontsize=6)
-            ax.set_yticks(range(t), labels, fontsize=6)
-            ax.set_title(f"layer {layer}, head {head}", fontsize=9)
-            if head == 0:
-                ax.set_ylabel("query", fontsize=8)
-            if layer == n_layers - 1:
-                ax.set_xlabel("key", fontsize=8)
-    fig.colorbar(image, ax=axes, fraction=0.015, pad=0.01, label="attention weight")
-    fig.suptitle(title, fontsize=11)
-    return save(fig, path)
+    grid = [[Attention(weights[layer, head], labels, labels, f"layer {layer}, head {head}", "query" * (head == 0),
+                       "key" * (layer == n_layers - 1)) for head in range(n_heads)] for layer in range(n_layers)]
+    return draw_attention(grid, max(2.6, 0.17 * t), title, path)

@@ -8,19 +8,18 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
-from pelab.analysis.decay import (asymmetry, offsets, relative_only_spread, rope_decay, rope_relative_upper_bound,
-                                  scores_by_offset, sinusoidal_decay)
+from pelab.analysis.decay import (asymmetry, offsets, peak_offsets, relative_only_spread, rope_decay,
+                                  rope_relative_upper_bound, scores_by_offset, self_peak_share, sinusoidal_decay)
 from pelab.report.common import over_seeds, sci, sinusoidal_base
 from pelab.report.context import ReportContext
 from pelab.report.render import render
-from pelab.report.style import save
+from pelab.report.style import band, save
 
 
 def section(ctx: ReportContext) -> list[str]:
     d, h = ctx.copy.model.d_model, ctx.copy.model.d_model // ctx.copy.model.n_heads
-    base, m, c = sinusoidal_base(ctx), ctx.copy.data.long_context, ctx.copy.data.context
+    base, m = sinusoidal_base(ctx), ctx.copy.data.long_context
     delta = offsets(m).numpy()
     sin_raw = sinusoidal_decay(d, m, base)
     rope_raw = rope_decay(h, m, base)
@@ -31,36 +30,21 @@ def section(ctx: ReportContext) -> list[str]:
                                "RoFormer relative upper bound": (delta, (bound / bound[m]).numpy())},
     }
     trained, absolute, rotary = {}, None, None
-    if "sinusoidal" in ctx.schemes and ctx.captures("copy", "sinusoidal", ctx.seed) is not None:
-        spreads, self_max = [], []
-        for seed in ctx.seeds:
-            captured = ctx.captures("copy", "sinusoidal", seed)
-            if captured is None:
-                continue
-            scores = captured["layer0_positions"]  # (H, T, T), T = the trained context
-            spreads.append(relative_only_spread(scores))
-            self_max.append(float((scores.argmax(-1) == torch.arange(c)).float().mean()))
-            if seed == ctx.seed:
-                dd, mean, low, high = scores_by_offset(scores)
-                trained[f"sinusoidal model (seed {seed}), layer 0:\nPE(t) through LayerNorm, W_q, W_k"] = \
-                    (dd.numpy(), mean.numpy(), low.numpy(), high.numpy())
-        absolute = {"scheme": "sinusoidal", "spread": over_seeds(spreads, 2),
-                    "self_max": over_seeds([100 * x for x in self_max], 0, unit="%")}
-    if "rope" in ctx.schemes and ctx.captures("copy", "rope", ctx.seed) is not None:
-        spreads, peaks = [], []
-        for seed in ctx.seeds:
-            captured = ctx.captures("copy", "rope", seed)
-            if captured is None:
-                continue
-            scores = captured["layer0_same_token"]  # (H, T, T): each digit at every position, mean over digits
-            spreads.append(relative_only_spread(scores))
-            dd, mean, low, high = scores_by_offset(scores)
-            peaks += [int(dd[i]) for i in mean.argmax(-1)]
-            if seed == ctx.seed:
-                trained[f"RoPE model (seed {seed}), layer 0:\nsame digit at every position, mean over digits"] = \
-                    (dd.numpy(), mean.numpy(), low.numpy(), high.numpy())
-        rotary = {"scheme": "rope", "spread": max(spreads), "at_zero": sum(p == 0 for p in peaks), "heads": len(peaks),
-                  "elsewhere": ", ".join(str(p) for p in sorted(set(peaks) - {0}))}
+    found = ctx.captured_seeds("copy", "sinusoidal") if "sinusoidal" in ctx.schemes else {}
+    if ctx.seed in found:
+        scores = [captured["layer0_positions"] for captured in found.values()]  # (H, T, T), T = the trained context
+        trained[f"sinusoidal model (seed {ctx.seed}), layer 0:\nPE(t) through LayerNorm, W_q, W_k"] = \
+            tuple(t.numpy() for t in scores_by_offset(found[ctx.seed]["layer0_positions"]))
+        absolute = {"scheme": "sinusoidal", "spread": over_seeds([relative_only_spread(x) for x in scores], 2),
+                    "self_max": over_seeds([100 * self_peak_share(x) for x in scores], 0, unit="%")}
+    found = ctx.captured_seeds("copy", "rope") if "rope" in ctx.schemes else {}
+    if ctx.seed in found:
+        scores = [captured["layer0_same_token"] for captured in found.values()]  # (H, T, T), mean over digits
+        trained[f"RoPE model (seed {ctx.seed}), layer 0:\nsame digit at every position, mean over digits"] = \
+            tuple(t.numpy() for t in scores_by_offset(found[ctx.seed]["layer0_same_token"]))
+        peaks = [offset for x in scores for offset in peak_offsets(x)]
+        rotary = {"scheme": "rope", "spread": max(relative_only_spread(x) for x in scores), "at_zero": peaks.count(0),
+                  "heads": len(peaks), "elsewhere": ", ".join(str(p) for p in sorted(set(peaks) - {0}))}
     draw_distance_decay(raw, trained, ctx.figure("distance_decay.png"))
     return render("distance_decay.md", sin_asym=sci(asymmetry(sin_raw)), sin_peak=int(delta[sin_raw.argmax()]),
                   rope_asym=sci(asymmetry(rope_raw)), rope_peak=int(delta[rope_raw.argmax()]),
@@ -86,8 +70,8 @@ def draw_distance_decay(
         ax.legend(fontsize=8)
     for ax, (title, (delta, mean, low, high)) in zip(axes[1], trained.items()):
         for head, color in zip(range(mean.shape[0]), plt.cm.tab10.colors):
-            ax.plot(delta, mean[head], lw=1.3, color=color, label=f"head {head}")
-            ax.fill_between(delta, low[head], high[head], color=color, alpha=0.15)
+            band(ax, delta, {"mean": mean[head], "min": low[head], "max": high[head]}, color, f"head {head}",
+                 edge=True, lw=1.3)
         ax.axvline(0, color="grey", lw=0.8, ls=":")
         ax.set_xlabel("offset Δ = s − t")
         ax.set_ylabel("q_t·k_s / √d_head")

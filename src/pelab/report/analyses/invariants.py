@@ -14,8 +14,6 @@ from pelab.report.render import render
 from pelab.report.tables import markdown_table
 
 NORM_MEASURE = "largest abs(‖PE(t)‖ − √(d/2)) over t"
-
-
 ROPE_MEASURE = "largest (max − min) of the scores along n − m = const, over the largest abs(score)"
 
 

@@ -15,7 +15,7 @@ from pelab.analysis import learned_table
 from pelab.report.common import has_snapshots, over_seeds, snapshots_path
 from pelab.report.context import ReportContext
 from pelab.report.render import render
-from pelab.report.style import save
+from pelab.report.style import band, save
 from pelab.stats import summarize
 
 
@@ -48,8 +48,6 @@ def section(ctx: ReportContext) -> list[str]:
 
 
 GIF_DPI = 90
-
-
 GIF_SECONDS_PER_FRAME = 0.6
 
 
@@ -131,8 +129,7 @@ def draw_mds_and_distances(
     left.set_title("MDS of the trained learned table", fontsize=10)
     left.set_aspect("equal", adjustable="datalim")
     for (name, (offset, mean, low, high)), color in zip(distance_curves.items(), plt.cm.tab10.colors):
-        right.plot(offset, mean, marker="o", ms=3, color=color, label=name)
-        right.fill_between(offset, low, high, color=color, alpha=0.15)
+        band(right, offset, {"mean": mean, "min": low, "max": high}, color, name, edge=True, marker="o", ms=3)
     right.xaxis.set_major_locator(MaxNLocator(integer=True))
     right.set_xlabel("offset |i − j|")
     right.set_ylabel("‖PE(i) − PE(j)‖ (mean, band = min–max)")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -18,7 +17,7 @@ from pelab.report.analyses.position_tables import draw_position_tables
 from pelab.report.common import over_seeds, sinusoidal_base, table_scheme
 from pelab.report.context import ReportContext
 from pelab.report.render import render
-from pelab.report.style import save
+from pelab.report.style import Attention, draw_attention
 from pelab.report.tables import markdown_table
 
 
@@ -91,32 +90,15 @@ def section(ctx: ReportContext) -> list[str]:
 
 
 def draw_seq2seq_attention(maps: dict[str, np.ndarray], src_labels: list[str], tgt_labels: list[str], title: str,
-                      path: Path) -> Path:
+                           path: Path) -> Path:
     """Rows: encoder self, decoder self, cross attention; columns: layers; each panel the mean over heads.
 
     maps: {kind: (L, H, Tq, Tk)}; queries on the y axis, keys on the x axis, tokens as tick labels."""
-    kinds = list(maps)
-    n_layers = max(m.shape[0] for m in maps.values())
-    labels = {"encoder self": (src_labels, src_labels), "decoder self": (tgt_labels, tgt_labels),
-              "cross": (tgt_labels, src_labels)}
     sides = {"encoder self": ("source", "source"), "decoder self": ("target", "target"), "cross": ("target", "source")}
-    size = max(3.0, 0.16 * max(len(src_labels), len(tgt_labels)))
-    fig, axes = plt.subplots(len(kinds), n_layers, figsize=(size * n_layers + 1.0, size * len(kinds) + 0.8),
-                             squeeze=False, layout="constrained")
-    for row, kind in enumerate(kinds):
-        query_labels, key_labels = labels[kind]
-        for layer in range(n_layers):
-            ax = axes[row, layer]
-            if layer >= maps[kind].shape[0]:
-                ax.axis("off")
-                continue
-            image = ax.imshow(maps[kind][layer].mean(0), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-            ax.grid(False)
-            ax.set_xticks(range(len(key_labels)), key_labels, rotation=90, fontsize=6)
-            ax.set_yticks(range(len(query_labels)), query_labels, fontsize=6)
-            ax.set_title(f"{kind}, layer {layer} (mean over heads)", fontsize=9)
-            ax.set_ylabel(f"query ({sides[kind][0]})", fontsize=8)
-            ax.set_xlabel(f"key ({sides[kind][1]})", fontsize=8)
-    fig.colorbar(image, ax=axes, fraction=0.015, pad=0.01, label="attention weight")
-    fig.suptitle(title, fontsize=11)
-    return save(fig, path)
+    labels = {"source": src_labels, "target": tgt_labels}
+    n_layers = max(m.shape[0] for m in maps.values())
+    grid = [[Attention(maps[kind][layer].mean(0), labels[sides[kind][0]], labels[sides[kind][1]],
+                       f"{kind}, layer {layer} (mean over heads)", f"query ({sides[kind][0]})",
+                       f"key ({sides[kind][1]})") if layer < maps[kind].shape[0] else None for layer in range(n_layers)]
+            for kind in maps]
+    return draw_attention(grid, max(3.0, 0.16 * max(len(src_labels), len(tgt_labels))), title, path)

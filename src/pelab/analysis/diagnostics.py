@@ -1,0 +1,89 @@
+"""The per-run probe's attention diagnostics (``pelab.probe``: records of split ``probe``) summarised over seeds:
+each probed row length against the run's training length, each scheme's change from the training length to the
+longest probed one beside the task's score beyond its training lengths, and the rotary pairs slower than the
+training length. Pure functions of the tidy records."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from pelab.stats import summarize
+
+
+class BeyondScore(NamedTuple):
+    split: str
+    metric: str
+    label: str
+    higher_is_better: bool
+
+
+# each task's score beyond its training lengths: the first of these its records hold
+BEYOND_SCORES = (BeyondScore("beyond", "exact_match", "exact match beyond N", True),
+                 BeyondScore("test_long", "exact_match", "exact match, long", True),
+                 BeyondScore("at_4L", "ppl_ratio", "ppl(4L)/ppl(L)", False))
+
+
+def relative_lengths(probe: pd.DataFrame) -> pd.DataFrame:
+    """Per-length probe rows with ``tokens`` (the row length) and ``ratio`` = tokens / the run's longest training
+    row (its ``trained_length`` row)."""
+    trained = probe[probe["metric"] == "trained_length"].set_index(["task", "pe", "seed"])["value"]
+    rows = probe[probe["length"] != "all"].copy()
+    rows["tokens"] = rows["length"].astype(int)
+    rows["ratio"] = rows["tokens"] / trained.reindex(pd.MultiIndex.from_frame(rows[["task", "pe", "seed"]])).values
+    return rows
+
+
+def beyond_score(records: pd.DataFrame, task: str) -> BeyondScore | None:
+    return next((s for s in BEYOND_SCORES if not records[(records["task"] == task) & (records["split"] == s.split)
+                                                         & (records["metric"] == s.metric)].empty), None)
+
+
+class Change(NamedTuple):
+    """One scheme of one task: its score beyond training per seed ([] without a score), and per diagnostic the
+    summaries over seeds (``stats.summarize``) at the training length and at the longest probed row."""
+
+    score: list[float]
+    diagnostics: dict[str, tuple[dict[str, float], dict[str, float]]]
+
+
+def changes(rows: pd.DataFrame, records: pd.DataFrame, task: str, metrics: list[str],
+            score: BeyondScore | None) -> tuple[dict[str, Change], float, float]:
+    """Per scheme of ``task`` (in the order of ``rows``, from ``relative_lengths``) its ``Change``; and the lowest
+    and highest length ratio probed. The training length is the ratio 1 where probed, else the lowest."""
+    sel = rows[rows["task"] == task]
+    low, high = sel["ratio"].min(), sel["ratio"].max()
+    trained = sel[np.isclose(sel["ratio"], 1.0)]
+    at_train, longest = (trained if not trained.empty else sel[sel["ratio"] == low]), sel[sel["ratio"] == high]
+
+    def per_seed(frame: pd.DataFrame, metric: str, scheme: str) -> list[float]:
+        return frame[frame["metric"] == metric].groupby(["pe", "seed"])["value"].mean().get(scheme).tolist()
+
+    out = {}
+    for scheme in dict.fromkeys(sel["pe"]):
+        values = [] if score is None else records[
+            (records["task"] == task) & (records["pe"] == scheme) & (records["split"] == score.split)
+            & (records["metric"] == score.metric) & (records["length"] == "all")]["value"].tolist()
+        out[scheme] = Change(values, {m: (summarize(per_seed(at_train, m, scheme)),
+                                          summarize(per_seed(longest, m, scheme))) for m in metrics})
+    return out, low, high
+
+
+def rank_correlation(scores: dict[str, float], rises: dict[str, float]) -> float | None:
+    """Spearman's ρ across schemes of the score with the rise, where it says something: at least four schemes,
+    neither side constant (to 6 decimals); else None."""
+    constant = lambda values: len(set(np.round(list(values), 6))) <= 1  # noqa: E731
+    if len(scores) < 4 or constant(scores.values()) or constant(rises.values()):
+        return None
+    return float(spearmanr([scores[s] for s in scores], [rises[s] for s in scores]).statistic)
+
+
+def slow_pairs(bands: pd.DataFrame, trained: float) -> tuple[int, list[float]]:
+    """One scheme's rotary pairs (its ``rope_band_<f>_share`` / ``_period`` rows) whose period exceeds ``trained``
+    positions: how many, and their summed share per seed."""
+    periods = bands[bands["metric"].str.endswith("_period")].groupby("metric")["value"].mean()
+    slow = {m.replace("_period", "_share") for m, v in periods.items() if v > trained}
+    return len(slow), bands[bands["metric"].isin(slow)].groupby("seed")["value"].sum().tolist()
