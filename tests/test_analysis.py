@@ -125,6 +125,15 @@ def test_projection_breaks_the_relative_property_of_sinusoidal_but_not_of_rope()
     assert mean.shape == (MODEL.n_heads, 2 * TASK.context - 1)
 
 
+def test_peaks_by_offset_and_the_share_of_queries_peaking_on_themselves() -> None:
+    t = 6
+    offset = torch.arange(t)[None, :] - torch.arange(t)[:, None]  # s − t
+    scores = torch.stack([-(offset.double() ** 2), -((offset - 2).double() ** 2)])  # peaks at Δ = 0 and Δ = 2
+    assert decay.peak_offsets(scores) == [0, 2]
+    # every query of head 0; of head 1 only the last, whose key t + 2 lies past the row (its nearest key is itself)
+    assert decay.self_peak_share(scores) == pytest.approx(7 / 12)
+
+
 # Similarity, PCA, MDS -------------------------------------------------------------------------------
 def test_similarity_matrices() -> None:
     table = torch.randn(12, 8, generator=torch.Generator().manual_seed(0))
@@ -341,3 +350,52 @@ def test_the_copy_sections_state_what_the_models_themselves_give(tmp_path) -> No
     counts = {name: copy_data.sequences_per_length(data[name]) for name in ("train", "test", "test_long")}
     for n in sorted({n for split in counts.values() for n in split}):
         assert f"| {n} | {' | '.join(str(counts[s].get(n, 0)) for s in counts)} |" in table
+
+
+# The probe's diagnostics over seeds (pelab.analysis.diagnostics) ----------------------------------------------
+def _probe_records() -> pd.DataFrame:
+    """Two schemes, two seeds, rows of 4 (the training length) and 8 tokens; one score beyond training."""
+    rows = []
+    for scheme, rise in (("a", 0.2), ("b", 0.0)):
+        for seed in (0, 1):
+            rows.append(("probe", "all", "trained_length", 4.0, scheme, seed))
+            for length, entropy in ((4, 0.5), (8, 0.5 + rise + 0.1 * seed)):
+                rows.append(("probe", str(length), "attn_entropy_norm", entropy, scheme, seed))
+            rows.append(("beyond", "all", "exact_match", 0.1 if scheme == "a" else 0.9, scheme, seed))
+    return pd.DataFrame([{"task": "t", "split": s, "length": n, "metric": m, "value": v, "pe": pe, "seed": k}
+                         for s, n, m, v, pe, k in rows])
+
+
+def test_probe_rows_against_the_training_length_and_their_change_to_the_longest() -> None:
+    from pelab.analysis import diagnostics
+
+    records = _probe_records()
+    rows = diagnostics.relative_lengths(records[records["split"] == "probe"])
+    assert sorted(set(rows["ratio"])) == [1.0, 2.0] and sorted(set(rows["tokens"])) == [4, 8]
+    score = diagnostics.beyond_score(records, "t")
+    assert score.label == "exact match beyond N" and score.higher_is_better
+    assert diagnostics.beyond_score(records, "other") is None
+    found, low, high = diagnostics.changes(rows, records, "t", ["attn_entropy_norm"], score)
+    assert (low, high) == (1.0, 2.0) and list(found) == ["a", "b"]
+    before, after = found["a"].diagnostics["attn_entropy_norm"]
+    assert before["mean"] == 0.5 and after["mean"] == pytest.approx(0.75) and after["n"] == 2
+    assert found["a"].score == [0.1, 0.1] and found["b"].score == [0.9, 0.9]
+
+
+def test_rank_correlation_only_where_it_says_something() -> None:
+    from pelab.analysis import diagnostics
+
+    scores, rises = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}, {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1}
+    assert diagnostics.rank_correlation(scores, rises) == pytest.approx(-1.0)
+    assert diagnostics.rank_correlation({k: scores[k] for k in "abc"}, rises) is None  # three schemes
+    assert diagnostics.rank_correlation(scores, dict.fromkeys(rises, 0.1)) is None  # no rise differs
+
+
+def test_slow_rotary_pairs_are_those_whose_period_exceeds_the_training_length() -> None:
+    from pelab.analysis import diagnostics
+
+    bands = pd.DataFrame([{"metric": f"rope_band_{f:02d}_{kind}", "seed": seed, "value": value}
+                          for seed in (0, 1) for f, period, share in ((0, 6.0, 0.7), (1, 60.0, 0.2), (2, 600.0, 0.1))
+                          for kind, value in (("period", period), ("share", share + 0.01 * seed))])
+    n, shares = diagnostics.slow_pairs(bands, trained=50.0)
+    assert n == 2 and shares == pytest.approx([0.3, 0.32])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from pathlib import Path
 
 import pandas as pd
 import torch
 
+from pelab.analysis import learned_table
 from pelab.positional import PositionalEncoding, Usage, build_positional_encoding, draws_positions
 from pelab.report.context import ReportContext
 from pelab.report.style import scheme_palette
@@ -47,12 +47,12 @@ def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
     return None
 
 
-def snapshots_path(ctx: ReportContext, seed: int) -> Path:
-    return ctx.run_path("copy", table_scheme(ctx) or "", seed) / "position_snapshots.pt"
-
-
-def has_snapshots(ctx: ReportContext) -> bool:
-    return table_scheme(ctx) is not None and snapshots_path(ctx, ctx.seed).exists()
+def snapshots(ctx: ReportContext, rows: int) -> dict[int, learned_table.Snapshots]:
+    """{seed: the learned table (``table_scheme``) as training saved it at its checkpoints, its first ``rows``
+    positions}, for the copy runs that saved it; {} where the study has no learned table."""
+    scheme = table_scheme(ctx)
+    paths = {seed: ctx.run_path("copy", scheme, seed) / "position_snapshots.pt" for seed in ctx.seeds} if scheme else {}
+    return {seed: learned_table.load_snapshots(path, rows=rows) for seed, path in paths.items() if path.exists()}
 
 
 def sinusoidal_base(ctx: ReportContext) -> float:

@@ -17,7 +17,7 @@ from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import band, save, seed_band
 from pelab.report.tables import markdown_table
-from pelab.stats import summarize
+from pelab.stats import format_mean_sd, summarize
 
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
@@ -29,11 +29,6 @@ def length_tasks(ctx: ReportContext) -> list[str]:
 def chance_level(ctx: ReportContext, task: str) -> float:
     """Chance per answer symbol, as the task's evaluation recorded it."""
     return ctx.fact(task, "chance")
-
-
-def _cell(values: list[float]) -> str:
-    s = summarize(values)
-    return f"{s['mean']:.3f}" + ("" if s["sd"] != s["sd"] else f" ± {s['sd']:.3f}")
 
 
 def reading(ctx: ReportContext, task: str) -> str:
@@ -64,8 +59,8 @@ def section(ctx: ReportContext) -> list[str]:
         cells = [f"`{name}`"]
         for t in tasks:
             inside = seed_values(records, t, name, "in", metric)
-            beyond_cell = _cell(seed_values(records, t, name, "beyond", metric))
-            cells += [_cell(inside) if inside else "–", f"**{beyond_cell}**" if bold else beyond_cell]
+            past = format_mean_sd(summarize(seed_values(records, t, name, "beyond", metric)))
+            cells += [format_mean_sd(summarize(inside)) if inside else "–", f"**{past}**" if bold else past]
         return cells
 
     beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")

@@ -64,10 +64,10 @@ def _paired_bootstrap(ctx: ReportContext, schemes: list[str], split: str) -> str
         base = ctx.result_path(TASK, reference, seed)
         if not (base / "hyps" / f"{split}.beam.en").exists():
             return ""
-        others = {s: read_lines(ctx.result_path(TASK, s, seed) / "hyps" / f"{split}.beam.en")
+        others = {s: (ctx.result_path(TASK, s, seed) / "hyps" / f"{split}.beam.en").read_text().splitlines()
                   for s in schemes if s != reference}
-        refs = read_lines(base / "refs" / f"{split}.en")
-        beams = read_lines(base / "hyps" / f"{split}.beam.en")
+        beams = (base / "hyps" / f"{split}.beam.en").read_text().splitlines()
+        refs = (base / "refs" / f"{split}.en").read_text().splitlines()
         per_seed[seed] = paired_bootstrap(beams, others, refs[: len(beams)])
     for scheme in schemes:
         if scheme == reference:
@@ -184,7 +184,3 @@ def draw_bleu_by_length(
     axes[0][-1].legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return save(fig, path)
-
-
-def read_lines(path: Path) -> list[str]:
-    return Path(path).read_text().splitlines()

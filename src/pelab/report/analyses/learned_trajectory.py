@@ -12,7 +12,7 @@ from matplotlib.colors import Normalize
 from matplotlib.ticker import MaxNLocator
 
 from pelab.analysis import learned_table
-from pelab.report.common import has_snapshots, over_seeds, snapshots_path
+from pelab.report.common import over_seeds, snapshots
 from pelab.report.context import ReportContext
 from pelab.report.render import render
 from pelab.report.style import band, save
@@ -20,10 +20,11 @@ from pelab.stats import summarize
 
 
 def section(ctx: ReportContext) -> list[str]:
-    if not has_snapshots(ctx):
-        return render("learned_trajectory.md", steps=0)
     c = ctx.copy.data.context
-    snaps = learned_table.load_snapshots(snapshots_path(ctx, ctx.seed), rows=c)
+    found = snapshots(ctx, c)
+    if ctx.seed not in found:
+        return render("learned_trajectory.md", steps=0)
+    snaps = found[ctx.seed]
     traj = learned_table.pca_trajectory(snaps)
     draw_pca_small_multiples(traj.steps, traj.coords, traj.explained, ctx.figure("learned_pca.png"))
     draw_pca_gif(traj.steps, traj.coords, traj.explained, ctx.figure("learned_pca.gif"))
@@ -31,13 +32,9 @@ def section(ctx: ReportContext) -> list[str]:
     draw_mds_and_distances(coords, {"trained": learned_table.offset_distance_curve(snaps.tables[-1]),
                                     "initialisation": learned_table.offset_distance_curve(snaps.tables[0])},
                            ctx.figure("learned_mds.png"))
-    adjacent, rho = ([], []), ([], [])  # (trained, initialisation) over seeds
-    for seed in ctx.seeds:
-        if snapshots_path(ctx, seed).exists():
-            tables = learned_table.load_snapshots(snapshots_path(ctx, seed), rows=c).tables
-            for when, table in ((0, tables[-1]), (1, tables[0])):
-                adjacent[when].append(learned_table.adjacent_nearest_neighbours(table))
-                rho[when].append(learned_table.distance_offset_correlation(table))
+    # (trained, initialisation) over seeds
+    adjacent = tuple([learned_table.adjacent_nearest_neighbours(s.tables[i]) for s in found.values()] for i in (-1, 0))
+    rho = tuple([learned_table.distance_offset_correlation(s.tables[i]) for s in found.values()] for i in (-1, 0))
     ordered = summarize(adjacent[0])["mean"] >= 0.5
     percent = [[100 * x for x in values] for values in adjacent]
     return render("learned_trajectory.md", c=c, seed=ctx.seed, steps=len(traj.steps),

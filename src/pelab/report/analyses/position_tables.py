@@ -9,9 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from pelab.analysis import learned_table
 from pelab.positional.functional import sinusoidal_table
-from pelab.report.common import has_snapshots, sci, sinusoidal_base, snapshots_path, table_scheme
+from pelab.report.common import sci, sinusoidal_base, snapshots, table_scheme
 from pelab.report.context import ReportContext
 from pelab.report.render import render
 from pelab.report.style import save, symmetric_heatmap
@@ -23,8 +22,8 @@ def section(ctx: ReportContext) -> list[str]:
               sinusoidal_table(torch.arange(rows, dtype=torch.float64), ctx.copy.model.d_model,
                                sinusoidal_base(ctx)).numpy()}
     learned, scheme = None, table_scheme(ctx)
-    if has_snapshots(ctx):
-        snaps = learned_table.load_snapshots(snapshots_path(ctx, ctx.seed), rows=rows)
+    snaps = snapshots(ctx, rows).get(ctx.seed)
+    if snaps is not None:
         init, trained = snaps.tables[0], snaps.tables[-1]
         tables[f"{scheme}, initialisation (seed {ctx.seed})"] = init.numpy()
         tables[f"{scheme}, trained {snaps.steps[-1]} steps"] = trained.numpy()

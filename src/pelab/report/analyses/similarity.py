@@ -9,10 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from pelab.analysis import learned_table
 from pelab.analysis.similarity import mean_by_offset, neighbour_cosine, position_similarity
 from pelab.positional.functional import sinusoidal_table
-from pelab.report.common import has_snapshots, over_seeds, sinusoidal_base, snapshots_path, table_scheme
+from pelab.report.common import over_seeds, sinusoidal_base, snapshots, table_scheme
 from pelab.report.context import ReportContext
 from pelab.report.render import render
 from pelab.report.style import save, symmetric_heatmap
@@ -23,21 +22,17 @@ def section(ctx: ReportContext) -> list[str]:
     c = ctx.copy.data.context
     sinusoidal = sinusoidal_table(torch.arange(c, dtype=torch.float64), ctx.copy.model.d_model,
                                   sinusoidal_base(ctx))
-    sims, scheme = {}, table_scheme(ctx)
-    if has_snapshots(ctx):
-        snaps = learned_table.load_snapshots(snapshots_path(ctx, ctx.seed), rows=c)
-        sims[f"{scheme}, initialisation"] = position_similarity(snaps.tables[0])
-        sims[f"{scheme}, trained (seed {ctx.seed})"] = position_similarity(snaps.tables[-1])
+    sims, scheme, found = {}, table_scheme(ctx), snapshots(ctx, c)
+    if ctx.seed in found:
+        sims[f"{scheme}, initialisation"] = position_similarity(found[ctx.seed].tables[0])
+        sims[f"{scheme}, trained (seed {ctx.seed})"] = position_similarity(found[ctx.seed].tables[-1])
     sims["sinusoidal"] = position_similarity(sinusoidal)
     draw_similarity_matrices({k: {kind: m.numpy() for kind, m in v.items()} for k, v in sims.items()},
                              ctx.figure("position_similarity.png"))
     neighbour = {name: neighbour_cosine(m["cosine"]) for name, m in sims.items()}
     far = {name: float(mean_by_offset(m["cosine"])[c // 2:].mean()) for name, m in sims.items()}
-    trained = []
-    if has_snapshots(ctx):
-        trained = [neighbour_cosine(position_similarity(
-                       learned_table.load_snapshots(snapshots_path(ctx, seed), rows=c).tables[-1])["cosine"])
-                   for seed in ctx.seeds if snapshots_path(ctx, seed).exists()]
+    trained = ([neighbour_cosine(position_similarity(s.tables[-1])["cosine"]) for s in found.values()]
+               if ctx.seed in found else [])
     return render("similarity.md", half=c // 2, image=ctx.image,
                   pairs="; ".join(f"{name}: {neighbour[name]:.2f} and {far[name]:.2f}" for name in sims),
                   trained=over_seeds(trained, 2) if trained else "",

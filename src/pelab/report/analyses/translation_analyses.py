@@ -61,22 +61,19 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
 def _translation_attention(ctx: ReportContext, schemes: list[str]) -> list[str]:
     rows, images, example = [], [], None
     for scheme in schemes:
-        local = {"encoder self": [], "decoder self": []}
-        for seed in ctx.seeds:
-            captured = ctx.captures("translation", scheme, seed) if scheme in translation_schemes(ctx, seed) else None
-            if captured is None:
-                continue
-            example, maps = captured, captured["attention"]
-            for kind in local:
-                local[kind].append(float(local_mass(maps[kind]).mean()))
-            if seed == ctx.seed:
-                name = f"translation_attention_{scheme}.png"
-                draw_seq2seq_attention({k: v.numpy() for k, v in maps.items()}, captured["src_labels"],
-                                       captured["tgt_labels"], f"{scheme} (seed {seed}), {captured['split']} sentence "
-                                       f"{captured['index']}, teacher-forced reference", ctx.figure(name))
-                images.append(ctx.image(f"translation attention, {scheme}", name))
-        if local["encoder self"]:
-            rows.append([f"`{scheme}`", over_seeds(local["encoder self"], 2), over_seeds(local["decoder self"], 2)])
+        found = ctx.captured_seeds("translation", scheme)
+        if not found:
+            continue
+        example = list(found.values())[-1]
+        local = {kind: [float(local_mass(c["attention"][kind]).mean()) for c in found.values()]
+                 for kind in ("encoder self", "decoder self")}  # the share within ±1 of the query, per seed
+        rows.append([f"`{scheme}`", *(over_seeds(values, 2) for values in local.values())])
+        if ctx.seed in found:
+            captured, name = found[ctx.seed], f"translation_attention_{scheme}.png"
+            draw_seq2seq_attention({k: v.numpy() for k, v in captured["attention"].items()}, captured["src_labels"],
+                                   captured["tgt_labels"], f"{scheme} (seed {ctx.seed}), {captured['split']} sentence "
+                                   f"{captured['index']}, teacher-forced reference", ctx.figure(name))
+            images.append(ctx.image(f"translation attention, {scheme}", name))
     header = ["scheme", "encoder self, within ±1", "decoder self, within ±1"]
     return render("translation_attention.md", example=example, table=markdown_table(header, rows), images=images)
 
