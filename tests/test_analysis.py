@@ -132,6 +132,11 @@ def test_peaks_by_offset_and_the_share_of_queries_peaking_on_themselves() -> Non
     assert decay.peak_offsets(scores) == [0, 2]
     # every query of head 0; of head 1 only the last, whose key t + 2 lies past the row (its nearest key is itself)
     assert decay.self_peak_share(scores) == pytest.approx(7 / 12)
+    # scores that depend on more than the offset: the mean by offset peaks at Δ = −1 (row 0 alone peaks at 0);
+    # queries 0 and 2 peak on themselves, while keys 1 and 2 (columns) would count one query fewer
+    mixed = torch.tensor([[[5.0, 4.0, 0.0], [9.0, 1.0, 0.0], [0.0, 0.0, 2.0]]])
+    assert decay.peak_offsets(mixed) == [-1]
+    assert decay.self_peak_share(mixed) == pytest.approx(2 / 3)
 
 
 # Similarity, PCA, MDS -------------------------------------------------------------------------------
@@ -372,6 +377,10 @@ def test_probe_rows_against_the_training_length_and_their_change_to_the_longest(
     records = _probe_records()
     rows = diagnostics.relative_lengths(records[records["split"] == "probe"])
     assert sorted(set(rows["ratio"])) == [1.0, 2.0] and sorted(set(rows["tokens"])) == [4, 8]
+    longer = records.assign(value=records["value"].where(
+        ~((records["pe"] == "b") & (records["metric"] == "trained_length")), 8.0))  # b trained on rows of 8
+    ratios = diagnostics.relative_lengths(longer[longer["split"] == "probe"]).groupby("pe")["ratio"].unique()
+    assert sorted(ratios["a"]) == [1.0, 2.0] and sorted(ratios["b"]) == [0.5, 1.0]
     score = diagnostics.beyond_score(records, "t")
     assert score.label == "exact match beyond N" and score.higher_is_better
     assert diagnostics.beyond_score(records, "other") is None

@@ -38,13 +38,15 @@ def relative_lengths(probe: pd.DataFrame) -> pd.DataFrame:
 
 
 def beyond_score(records: pd.DataFrame, task: str) -> BeyondScore | None:
+    """The first of ``BEYOND_SCORES`` the task's records hold, or None."""
     return next((s for s in BEYOND_SCORES if not records[(records["task"] == task) & (records["split"] == s.split)
                                                          & (records["metric"] == s.metric)].empty), None)
 
 
 class Change(NamedTuple):
-    """One scheme of one task: its score beyond training per seed ([] without a score), and per diagnostic the
-    summaries over seeds (``stats.summarize``) at the training length and at the longest probed row."""
+    """One scheme of one task: its score beyond training, one value per seed in record order ([] where there is no
+    score), and per diagnostic the summaries over seeds (``stats.summarize``) at the training length and at the
+    longest probed row."""
 
     score: list[float]
     diagnostics: dict[str, tuple[dict[str, float], dict[str, float]]]

@@ -47,11 +47,13 @@ def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
     return None
 
 
-def snapshots(ctx: ReportContext, rows: int) -> dict[int, learned_table.Snapshots]:
+def snapshots(ctx: ReportContext, rows: int, seeds: list[int] | None = None) -> dict[int, learned_table.Snapshots]:
     """{seed: the learned table (``table_scheme``) as training saved it at its checkpoints, its first ``rows``
-    positions}, for the copy runs that saved it; {} where the study has no learned table."""
+    positions}, for the copy runs of ``seeds`` (all the study's by default) that saved it; {} where the study has no
+    learned table."""
     scheme = table_scheme(ctx)
-    paths = {seed: ctx.run_path("copy", scheme, seed) / "position_snapshots.pt" for seed in ctx.seeds} if scheme else {}
+    paths = {seed: ctx.run_path("copy", scheme, seed) / "position_snapshots.pt"
+             for seed in (ctx.seeds if seeds is None else seeds)} if scheme else {}
     return {seed: learned_table.load_snapshots(path, rows=rows) for seed, path in paths.items() if path.exists()}
 
 

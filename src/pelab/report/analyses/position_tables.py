@@ -22,7 +22,7 @@ def section(ctx: ReportContext) -> list[str]:
               sinusoidal_table(torch.arange(rows, dtype=torch.float64), ctx.copy.model.d_model,
                                sinusoidal_base(ctx)).numpy()}
     learned, scheme = None, table_scheme(ctx)
-    snaps = snapshots(ctx, rows).get(ctx.seed)
+    snaps = snapshots(ctx, rows, [ctx.seed]).get(ctx.seed)
     if snaps is not None:
         init, trained = snaps.tables[0], snaps.tables[-1]
         tables[f"{scheme}, initialisation (seed {ctx.seed})"] = init.numpy()

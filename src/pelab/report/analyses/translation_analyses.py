@@ -61,7 +61,8 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
 def _translation_attention(ctx: ReportContext, schemes: list[str]) -> list[str]:
     rows, images, example = [], [], None
     for scheme in schemes:
-        found = ctx.captured_seeds("translation", scheme)
+        found = {seed: captured for seed, captured in ctx.captured_seeds("translation", scheme).items()
+                 if scheme in translation_schemes(ctx, seed)}  # a run of that seed trained: no stale captures
         if not found:
             continue
         example = list(found.values())[-1]
