@@ -61,16 +61,16 @@ def changes(rows: pd.DataFrame, records: pd.DataFrame, task: str, metrics: list[
     trained = sel[np.isclose(sel["ratio"], 1.0)]
     at_train, longest = (trained if not trained.empty else sel[sel["ratio"] == low]), sel[sel["ratio"] == high]
 
-    def per_seed(frame: pd.DataFrame, metric: str, scheme: str) -> list[float]:
-        return frame[frame["metric"] == metric].groupby(["pe", "seed"])["value"].mean().get(scheme).tolist()
-
+    # (pe, seed) -> mean per diagnostic, at the training length and at the longest row
+    at = {m: [frame[frame["metric"] == m].groupby(["pe", "seed"])["value"].mean() for frame in (at_train, longest)]
+          for m in metrics}
     out = {}
     for scheme in dict.fromkeys(sel["pe"]):
         values = [] if score is None else records[
             (records["task"] == task) & (records["pe"] == scheme) & (records["split"] == score.split)
             & (records["metric"] == score.metric) & (records["length"] == "all")]["value"].tolist()
-        out[scheme] = Change(values, {m: (summarize(per_seed(at_train, m, scheme)),
-                                          summarize(per_seed(longest, m, scheme))) for m in metrics})
+        out[scheme] = Change(values, {m: tuple(summarize(means.get(scheme).tolist()) for means in at[m])
+                                      for m in metrics})
     return out, low, high
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pelab.analysis.paired import best_scheme, seed_values
+from pelab.analysis.paired import best_scheme, seed_summary, seed_values
 from pelab.positional import Usage, is_control
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
@@ -28,7 +28,7 @@ COPY_COLUMNS = [
 def copy_reading(records: pd.DataFrame, schemes: list[str]) -> str:
     """Sentences written from the numbers: who solves the task, who fails, who extrapolates."""
     def mean(scheme: str, split: str, metric: str = "exact_match") -> float:
-        return summarize(seed_values(records, "copy", scheme, split, metric))["mean"]
+        return seed_summary(records, "copy", scheme, split, metric)["mean"]
 
     best_long = best_scheme(records, "copy", schemes, "test_long", "token_accuracy")
     return fill("copy_reading.md", n=len(schemes), best_long=best_long,

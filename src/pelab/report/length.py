@@ -9,7 +9,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pelab.analysis.paired import seed_values
+from pelab.analysis.paired import seed_summary, seed_values
 from pelab.analysis.ranking import ranking
 from pelab.positional import Usage, draws_positions
 from pelab.report.common import line_style, palette_with_variants, scheme_choices, variant_bases, with_variants
@@ -34,8 +34,8 @@ def chance_level(ctx: ReportContext, task: str) -> float:
 def reading(ctx: ReportContext, task: str) -> str:
     """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at chance."""
     schemes, records = list(ctx.params.length_schemes), ctx.records
-    beyond = {s: summarize(seed_values(records, task, s, "beyond", "token_accuracy"))["mean"] for s in schemes}
-    inside = {s: summarize(seed_values(records, task, s, "in", "exact_match"))["mean"] for s in schemes}
+    beyond = {s: seed_summary(records, task, s, "beyond", "token_accuracy")["mean"] for s in schemes}
+    inside = {s: seed_summary(records, task, s, "in", "exact_match")["mean"] for s in schemes}
     chance, best = chance_level(ctx, task), max(beyond, key=beyond.get)
     return fill("length_reading.md", task=task, n=len(schemes), fit=[s for s in schemes if inside[s] >= 0.9],
                 best=best, best_accuracy=beyond[best], chance=chance,
@@ -59,7 +59,7 @@ def section(ctx: ReportContext) -> list[str]:
         cells = [f"`{name}`"]
         for t in tasks:
             inside = seed_values(records, t, name, "in", metric)
-            past = format_mean_sd(summarize(seed_values(records, t, name, "beyond", metric)))
+            past = format_mean_sd(seed_summary(records, t, name, "beyond", metric))
             cells += [format_mean_sd(summarize(inside)) if inside else "–", f"**{past}**" if bold else past]
         return cells
 

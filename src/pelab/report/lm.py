@@ -14,14 +14,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pelab.analysis.paired import seed_values
+from pelab.analysis.paired import seed_summary
 from pelab.positional import Usage, draws_positions
 from pelab.report.common import line_style, palette_with_variants, scheme_choices, variant_bases, with_variants
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import band, save, seed_band
 from pelab.report.tables import comparison_table
-from pelab.stats import summarize
 
 TASK = "lm"
 PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm_nll_by_position.png", \
@@ -122,7 +121,7 @@ def draw_passkey(records: pd.DataFrame, schemes: list[str], path: Path) -> Path:
 
 
 def mean(records: pd.DataFrame, scheme: str, split: str, metric: str) -> float:
-    return summarize(seed_values(records, TASK, scheme, split, metric))["mean"]
+    return seed_summary(records, TASK, scheme, split, metric)["mean"]
 
 
 def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -> str:
