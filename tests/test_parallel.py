@@ -1,7 +1,10 @@
 """`pelab parallel`'s shard plan (pelab.parallel): every scheme of every study in exactly one shard, the studies
-a shard holds no scheme of left out of it; the DVC run itself is tests/test_queue_e2e.py's."""
+a shard holds no scheme of left out of it; the queue's polling, with DVC faked; the DVC run itself is
+tests/test_queue_e2e.py's."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT
@@ -72,3 +75,51 @@ def test_parallel_asks_for_the_profile_before_it_runs_anything(tmp_path):
 
     with pytest.raises(ValueError, match=r"name the profile among the overrides \(e.g. profile=full\)"):
         run_in_parallel(["pe=[rope]"], 2, cwd=tmp_path)
+
+
+STATUS = """Task     Name            Created    Status
+9294987  shard-x-0       10:01 AM   Success
+22c83f3  shard-x-1       10:01 AM   Queued
+6f3c8e9  other           10:00 AM   Running
+
+Worker status: 0 active, 0 idle
+"""
+
+
+def test_the_queue_s_status_gives_each_experiment_s_state_and_the_workers_alive():
+    from pelab.parallel import queue_state
+
+    assert queue_state(STATUS, ["shard-x-0", "shard-x-1", "shard-x-2"]) == (
+        {"shard-x-0": "Success", "shard-x-1": "Queued", "shard-x-2": ""}, 0)
+    assert queue_state(STATUS.replace("0 active, 0 idle", "1 active, 2 idle"), ["other"]) == ({"other": "Running"}, 3)
+    assert queue_state("", ["shard-x-0"]) == ({"shard-x-0": ""}, None)
+
+
+def test_the_queue_is_started_again_when_its_workers_exit_with_experiments_still_queued(monkeypatch, tmp_path):
+    """github.com/treeverse/dvc/issues/10562: a worker can exit with tasks left queued; `pelab parallel` starts the
+    missing workers again instead of waiting for ever, and gives up (stopping the queue) at its deadline."""
+    import pelab.parallel as parallel
+
+    calls, clock = [], [0.0]
+    statuses = iter([STATUS] * 8 + [STATUS.replace("Queued", "Running").replace("0 active", "1 active")] * 2
+                    + [STATUS.replace("Queued", "Success")])
+
+    def dvc(args, cwd, env=None, tee=None, check=True, timeout_s=None):
+        calls.append(" ".join(args))
+        return next(statuses) if args == ["queue", "status"] else ""
+
+    monkeypatch.setattr(parallel, "_dvc", dvc)
+    monkeypatch.setattr(parallel, "time", SimpleNamespace(time=lambda: clock[0],
+                                                          sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
+    said = []
+    status = parallel.run_queue(["shard-x-0", "shard-x-1"], tmp_path, 2, poll_s=10, echo=said.append)
+    assert status == {"shard-x-0": "Success", "shard-x-1": "Success"}
+    starts = [i for i, c in enumerate(calls) if c == "queue start -j 2"]
+    assert len(starts) == 3 and starts[0] == 0  # first start, then again after 30 s stalled, twice in 8 polls
+    assert calls[-1] == "queue stop" and said[0].startswith("no queue worker alive for 30 s with 1 experiment(s)")
+
+    statuses, clock[0], calls[:] = iter([STATUS] * 1000), 0.0, []
+    monkeypatch.setattr(parallel, "STALL_S", 1e9)
+    with pytest.raises(ValueError, match=r"did not finish within 2 minutes: .*'shard-x-1': 'Queued'"):
+        parallel.run_queue(["shard-x-0", "shard-x-1"], tmp_path, 2, poll_s=10, timeout_min=2, echo=said.append)
+    assert calls[-1] == "queue stop --kill"

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
-from test_pipeline_e2e import copy_worktree, ran, run
+from test_pipeline_e2e import ENV, copy_worktree, ran, run
+
+from pelab.parallel import run_queue
 
 pytestmark = pytest.mark.e2e
 
@@ -25,17 +26,8 @@ def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_r
     for scheme, name in (("none", "exp-none"), ("rope", "exp-rope")):
         run(["dvc", "exp", "run", "--queue", "-n", name, *[a for s in STUDY for a in ("-S", s)], "-S", f"pe={scheme}"],
             project)
-    run(["dvc", "queue", "start", "-j", "2"], project)
-    try:
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            status = run(["dvc", "queue", "status"], project)
-            if "Queued" not in status and "Running" not in status:
-                break
-            time.sleep(2)
-    finally:
-        run(["dvc", "queue", "stop", "--kill"], project)
-    assert "Failed" not in status, status
+    status = run_queue(["exp-none", "exp-rope"], project, workers=2, poll_s=2, timeout_min=10, env=ENV)
+    assert status == {"exp-none": "Success", "exp-rope": "Success"}, status
     shown = json.loads(subprocess.run(["dvc", "exp", "show", "--json"], cwd=project, capture_output=True,
                                       text=True, check=True).stdout)
     exps = {rev["name"]: rev for entry in shown for exp in entry.get("experiments") or []
@@ -65,7 +57,7 @@ def test_pelab_parallel_runs_the_shards_at_once_and_the_final_run_trains_and_eva
     run(["pelab", "compose", *PARALLEL, "--out", "params.yaml"], project)
     run(["git", "add", "-A"], project)
     run(["git", "commit", "-qm", "study"], project)
-    out = run(["pelab", "parallel", "-j", "2", *PARALLEL], project)
+    out = run(["pelab", "parallel", "-j", "2", "--timeout-min", "10", *PARALLEL], project, timeout_s=15 * 60)
     assert "queue shard-" in out and out.count("queue shard-") == 2, out
     assert "pe=[none] length_schemes=[none] lm_tasks=[]" in out and "pe=[rope] length_schemes=[rope]" in out, out
     assert "failed" not in out, out

@@ -172,13 +172,15 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
 @click.argument("overrides", nargs=-1)
 @click.option("-j", "--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="experiments run at once, each with this share of the CPU threads")
-def parallel(overrides: tuple[str, ...], workers: int) -> None:
+@click.option("--timeout-min", type=click.FloatRange(min=0, min_open=True), default=24 * 60, show_default=True,
+              help="minutes to wait for the shards before the queue is stopped (with --kill) and this fails")
+def parallel(overrides: tuple[str, ...], workers: int, timeout_min: float) -> None:
     """Run the study of OVERRIDES (e.g. `profile=full`) WORKERS stages at a time through DVC: its schemes dealt
     into WORKERS queued experiments (`dvc queue start -j WORKERS`), then `dvc exp run OVERRIDES` in the workspace,
     which restores each finished stage from the run cache. Prints the stages that final run still executed."""
     from pelab.parallel import run_in_parallel
 
-    ran = run_in_parallel(list(overrides), workers, echo=click.echo)
+    ran = run_in_parallel(list(overrides), workers, timeout_min=timeout_min, echo=click.echo)
     click.echo(f"the final run executed {len(ran)} stage(s): {', '.join(ran) or 'none'}")
 
 

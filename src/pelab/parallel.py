@@ -93,9 +93,10 @@ def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:
 
 
 def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".", poll_s: float = 5.0,
-                    timeout_h: float = 24.0, echo: Callable[[str], None] = print) -> list[str]:
+                    timeout_min: float = 24 * 60, echo: Callable[[str], None] = print) -> list[str]:
     """Prepare, run the shards ``workers`` at a time, then reproduce the whole study in the workspace; returns the
-    stages that final run executed (aggregate and report when every shard finished)."""
+    stages that final run executed (aggregate and report when every shard finished). Waiting for the shards past
+    ``timeout_min`` minutes stops the queue with ``--kill`` and raises."""
     from pelab.compose import compose_params
 
     if not any(o.startswith("profile=") for o in overrides):
@@ -117,13 +118,7 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
              cwd)
     threads = max(1, (os.cpu_count() or 1) // len(shards))
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
-    _dvc(["queue", "start", "-j", str(len(shards))], cwd, env=env)
-    finished = False
-    try:
-        status = _wait_for(names, cwd, poll_s, deadline=time.time() + 3600 * timeout_h)
-        finished = True
-    finally:
-        _dvc(["queue", "stop", *([] if finished else ["--kill"])], cwd, check=False)
+    status = run_queue(names, cwd, len(shards), poll_s, timeout_min, env=env, echo=echo)
     failed = [name for name in names if status[name] == "Failed"]
     if failed:
         echo(f"note: {', '.join(failed)} failed (`dvc queue logs NAME`); the final run trains what they left")
@@ -131,16 +126,60 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
     return RAN_STAGE.findall(_dvc(["exp", "run", *_flags(overrides)], cwd, tee=echo))
 
 
-def _wait_for(names: Sequence[str], cwd: Path, poll_s: float, deadline: float) -> dict[str, str]:
-    """Poll `dvc queue status` until each of ``names`` shows Success or Failed; their statuses."""
-    while True:
-        lines = _dvc(["queue", "status"], cwd).splitlines()
-        status = {name: next((line.split()[-1] for line in lines if name in line.split()), "") for name in names}
-        if all(s in DONE for s in status.values()):
-            return status
-        if time.time() > deadline:
-            raise ValueError(f"the shards did not finish within the time allowed: {status}")
-        time.sleep(poll_s)
+def run_queue(names: Sequence[str], cwd: str | Path, workers: int, poll_s: float = 5.0,
+              timeout_min: float = 24 * 60, env: dict[str, str] | None = None,
+              echo: Callable[[str], None] = print) -> dict[str, str]:
+    """Run the queued experiments ``names`` with ``workers`` workers (`dvc queue start -j workers`) and poll `dvc
+    queue status` until each shows Success or Failed; their statuses. DVC's workers can exit while tasks are still
+    queued (github.com/treeverse/dvc/issues/10562): when one of ``names`` waits with none of them running and no
+    worker alive, the workers are started again (`dvc queue start` starts only the missing ones). Past
+    ``timeout_min`` minutes the queue is stopped with ``--kill`` and this raises."""
+    cwd = Path(cwd)
+    deadline = time.time() + 60 * timeout_min
+    start = ["queue", "start", "-j", str(workers)]
+    _dvc(start, cwd, env=env)
+    finished, stalled_since = False, None
+    try:
+        while True:
+            try:
+                output = _dvc(["queue", "status"], cwd, timeout_s=120)
+            except subprocess.TimeoutExpired:  # the queue's lock held for long: ask again
+                output = ""
+            status, workers_alive = queue_state(output, names)
+            if all(s in DONE for s in status.values()):
+                finished = True
+                return status
+            if time.time() > deadline:
+                raise ValueError(f"the queued experiments did not finish within {timeout_min:g} minutes: {status}")
+            stalled = workers_alive == 0 and "Queued" in status.values() and "Running" not in status.values()
+            if not stalled:
+                stalled_since = None
+            elif stalled_since is None:
+                stalled_since = time.time()
+            if stalled_since is not None and time.time() - stalled_since >= STALL_S:
+                echo(f"no queue worker alive for {STALL_S:g} s with {sum(s == 'Queued' for s in status.values())} "
+                     "experiment(s) queued: dvc queue start again")
+                _dvc(start, cwd, env=env)
+                stalled_since = None
+            time.sleep(poll_s)
+    finally:
+        try:
+            _dvc(["queue", "stop", *([] if finished else ["--kill"])], cwd, check=False, timeout_s=120)
+        except subprocess.TimeoutExpired:
+            echo("note: `dvc queue stop` did not return within 120 s; see `dvc queue status`")
+
+
+STALL_S = 30.0  # how long experiments wait with no worker alive before the workers are started again
+WORKERS = re.compile(r"Worker status: (\d+) active, (\d+) idle")
+
+
+def queue_state(output: str, names: Sequence[str]) -> tuple[dict[str, str], int | None]:
+    """From `dvc queue status` output: the status of each of ``names`` ("" if not listed) and the number of
+    workers alive, active or idle (None if the output does not say)."""
+    lines = output.splitlines()
+    status = {name: next((line.split()[-1] for line in lines if name in line.split()), "") for name in names}
+    workers = WORKERS.search(output)
+    return status, None if workers is None else int(workers[1]) + int(workers[2])
 
 
 def _flags(overrides: Sequence[str]) -> list[str]:
@@ -148,16 +187,21 @@ def _flags(overrides: Sequence[str]) -> list[str]:
 
 
 def _dvc(args: list[str], cwd: Path, env: dict[str, str] | None = None, tee: Callable[[str], None] | None = None,
-         check: bool = True) -> str:
-    """Run `dvc ARGS`; its output, echoed line by line as it comes when ``tee`` is given."""
-    with subprocess.Popen(["dvc", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if tee is not None:
+         check: bool = True, timeout_s: float | None = None) -> str:
+    """Run `dvc ARGS`; its output, echoed line by line as it comes when ``tee`` is given. Past ``timeout_s`` seconds
+    (only without ``tee``) the command is killed and ``subprocess.TimeoutExpired`` raised."""
+    if tee is None:
+        proc = subprocess.run(["dvc", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=timeout_s)
+        output = proc.stdout
+    else:
+        with subprocess.Popen(["dvc", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) as proc:
+            lines = []
+            for line in proc.stdout:
+                lines.append(line)
                 tee(line.rstrip("\n"))
-    output = "".join(lines)
+        output = "".join(lines)
     if check and proc.returncode != 0:
         last = output.strip().splitlines()
         raise ValueError(f"dvc {' '.join(args)} failed (exit {proc.returncode}): {last[-1] if last else ''}")
