@@ -26,7 +26,7 @@ def study(repo_root, tmp_path_factory):
                  "tune.lm_tasks=[lm]"]
     dest = copy_worktree(repo_root, tmp_path_factory.mktemp("default_study") / "repo")
     run(["pelab", "compose", *overrides, "--out", "params.yaml"], dest)
-    out = run(["dvc", "repro"], dest)
+    out = run(["dvc", "repro"], dest, timeout_s=None)  # about 39 minutes on 2 cores
     return dest, full, out
 
 

@@ -33,8 +33,9 @@ OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','
              f"length_schemes=[{','.join(LENGTH_SCHEMES)}]", "lm_tasks=[]"]  # the LM study: test_default_study_e2e
 
 
-def run(cmd: list[str], cwd: Path, timeout_s: float | None = None) -> str:
-    """``cmd``'s output; fails the test if it exits non-zero, or runs past ``timeout_s`` (then it is killed)."""
+def run(cmd: list[str], cwd: Path, timeout_s: float | None = 30 * 60) -> str:
+    """``cmd``'s output; fails the test if it exits non-zero, or runs past ``timeout_s`` (then it is killed, so that
+    a hang fails its test instead of the whole suite's time limit; None: no limit)."""
     proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout_s)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
