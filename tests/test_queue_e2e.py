@@ -26,7 +26,7 @@ def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_r
     for scheme, name in (("none", "exp-none"), ("rope", "exp-rope")):
         run(["dvc", "exp", "run", "--queue", "-n", name, *[a for s in STUDY for a in ("-S", s)], "-S", f"pe={scheme}"],
             project)
-    status = run_queue(["exp-none", "exp-rope"], project, workers=2, poll_s=2, timeout_min=10, env=ENV)
+    status = run_queue(["exp-none", "exp-rope"], project, workers=2, poll_s=5, timeout_min=10, env=ENV)
     assert status == {"exp-none": "Success", "exp-rope": "Success"}, status
     shown = json.loads(subprocess.run(["dvc", "exp", "show", "--json"], cwd=project, capture_output=True,
                                       text=True, check=True).stdout)
@@ -57,7 +57,10 @@ def test_pelab_parallel_runs_the_shards_at_once_and_the_final_run_trains_and_eva
     run(["pelab", "compose", *PARALLEL, "--out", "params.yaml"], project)
     run(["git", "add", "-A"], project)
     run(["git", "commit", "-qm", "study"], project)
-    out = run(["pelab", "parallel", "-j", "2", "--timeout-min", "10", *PARALLEL], project, timeout_s=15 * 60)
+    try:
+        out = run(["pelab", "parallel", "-j", "2", "--timeout-min", "10", *PARALLEL], project, timeout_s=15 * 60)
+    finally:  # a killed `pelab parallel` leaves its workers running: they would take the next tests' cores
+        subprocess.run(["dvc", "queue", "stop", "--kill"], cwd=project, env=ENV, capture_output=True, timeout=120)
     assert "queue shard-" in out and out.count("queue shard-") == 2, out
     assert "pe=[none] length_schemes=[none] lm_tasks=[]" in out and "pe=[rope] length_schemes=[rope]" in out, out
     assert "failed" not in out, out

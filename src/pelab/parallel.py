@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:
     return [o for o in overrides if not any(key(o) == k or key(o).startswith(f"{k}.") for k in keys)]
 
 
-def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".", poll_s: float = 5.0,
+def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".", poll_s: float = 10.0,
                     timeout_min: float = 24 * 60, echo: Callable[[str], None] = print) -> list[str]:
     """Prepare, run the shards ``workers`` at a time, then reproduce the whole study in the workspace; returns the
     stages that final run executed (aggregate and report when every shard finished). Waiting for the shards past
@@ -126,24 +127,24 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
     return RAN_STAGE.findall(_dvc(["exp", "run", *_flags(overrides)], cwd, tee=echo))
 
 
-def run_queue(names: Sequence[str], cwd: str | Path, workers: int, poll_s: float = 5.0,
+def run_queue(names: Sequence[str], cwd: str | Path, workers: int, poll_s: float = 10.0,
               timeout_min: float = 24 * 60, env: dict[str, str] | None = None,
               echo: Callable[[str], None] = print) -> dict[str, str]:
     """Run the queued experiments ``names`` with ``workers`` workers (`dvc queue start -j workers`) and poll `dvc
     queue status` until each shows Success or Failed; their statuses. DVC's workers can exit while tasks are still
     queued (github.com/treeverse/dvc/issues/10562): when one of ``names`` waits with none of them running and no
-    worker alive, the workers are started again (`dvc queue start` starts only the missing ones). Past
+    worker alive, the workers are started again (`dvc queue start` starts those that do not answer). Past
     ``timeout_min`` minutes the queue is stopped with ``--kill`` and this raises."""
     cwd = Path(cwd)
     deadline = time.time() + 60 * timeout_min
     start = ["queue", "start", "-j", str(workers)]
-    _dvc(start, cwd, env=env)
     finished, stalled_since = False, None
     try:
+        _dvc(start, cwd, env=env, timeout_s=300)
         while True:
-            try:
-                output = _dvc(["queue", "status"], cwd, timeout_s=120)
-            except subprocess.TimeoutExpired:  # the queue's lock held for long: ask again
+            try:  # a status that fails or hangs (the queue's lock held long) is asked again at the next poll
+                output = _dvc(["queue", "status"], cwd, check=False, timeout_s=120)
+            except subprocess.TimeoutExpired:
                 output = ""
             status, workers_alive = queue_state(output, names)
             if all(s in DONE for s in status.values()):
@@ -159,7 +160,7 @@ def run_queue(names: Sequence[str], cwd: str | Path, workers: int, poll_s: float
             if stalled_since is not None and time.time() - stalled_since >= STALL_S:
                 echo(f"no queue worker alive for {STALL_S:g} s with {sum(s == 'Queued' for s in status.values())} "
                      "experiment(s) queued: dvc queue start again")
-                _dvc(start, cwd, env=env)
+                _dvc(start, cwd, env=env, timeout_s=300)
                 stalled_since = None
             time.sleep(poll_s)
     finally:
@@ -188,12 +189,16 @@ def _flags(overrides: Sequence[str]) -> list[str]:
 
 def _dvc(args: list[str], cwd: Path, env: dict[str, str] | None = None, tee: Callable[[str], None] | None = None,
          check: bool = True, timeout_s: float | None = None) -> str:
-    """Run `dvc ARGS`; its output, echoed line by line as it comes when ``tee`` is given. Past ``timeout_s`` seconds
-    (only without ``tee``) the command is killed and ``subprocess.TimeoutExpired`` raised."""
+    """Run `dvc ARGS`; its output, echoed line by line as it comes when ``tee`` is given. Without ``tee`` the output
+    goes through a file, not a pipe: `dvc queue start` leaves workers behind that hold its stdout open for their
+    whole life (dvc-task's ``ManagedProcess.spawn``), and reading a pipe would wait for them. Past ``timeout_s``
+    seconds (only without ``tee``) the command is killed and ``subprocess.TimeoutExpired`` raised."""
     if tee is None:
-        proc = subprocess.run(["dvc", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=timeout_s)
-        output = proc.stdout
+        with tempfile.TemporaryFile("w+") as out:
+            proc = subprocess.run(["dvc", *args], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  text=True, timeout=timeout_s)
+            out.seek(0)
+            output = out.read()
     else:
         with subprocess.Popen(["dvc", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True) as proc:
