@@ -51,6 +51,8 @@ STUDIES = (
 )
 RAN_STAGE = re.compile(r"Running stage '([^']+)'")
 DONE = ("Success", "Failed")
+STALL_S = 30.0  # how long experiments wait with no worker alive before the workers are started again
+WORKERS = re.compile(r"Worker status: (\d+) active, (\d+) idle")  # the last line of `dvc queue status`
 
 
 def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
@@ -168,10 +170,6 @@ def run_queue(names: Sequence[str], cwd: str | Path, workers: int, poll_s: float
             _dvc(["queue", "stop", *([] if finished else ["--kill"])], cwd, check=False, timeout_s=120)
         except subprocess.TimeoutExpired:
             echo("note: `dvc queue stop` did not return within 120 s; see `dvc queue status`")
-
-
-STALL_S = 30.0  # how long experiments wait with no worker alive before the workers are started again
-WORKERS = re.compile(r"Worker status: (\d+) active, (\d+) idle")
 
 
 def queue_state(output: str, names: Sequence[str]) -> tuple[dict[str, str], int | None]:
