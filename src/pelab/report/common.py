@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import pandas as pd
-import torch
 
 from pelab.analysis import learned_table
-from pelab.positional import PositionalEncoding, Usage, build_positional_encoding, draws_positions
+from pelab.positional import Usage
+from pelab.positional.statements import adds_learned_table, describe_scheme
 from pelab.report.context import ReportContext
 from pelab.report.style import scheme_palette
 from pelab.stats import format_interval, format_mean_sd, summarize
@@ -33,18 +32,10 @@ def over_seeds(values: list[float], digits: int = 3, unit: str = "") -> str:
     return f"{format_mean_sd(s, digits)}{unit}" + ("" if ci == "–" else f" {ci}") + f" (n = {s['n']})"
 
 
-@lru_cache(maxsize=16)  # asked for once per seed and section: the answer depends on the study only
 def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
-    """The study's first scheme whose encoding is a learned table of positions added to the embeddings (it overrides
-    ``embed`` and holds an ``nn.Embedding`` ``table`` of d_model columns; positions not drawn at random: ``learned``,
-    not T5's table of bucket biases): the one the references' analyses of a learned table draw, or None."""
-    for scheme in ctx.params.schemes_of(task):
-        pe = _encoding(ctx, task, scheme, causal=False)
-        table = getattr(pe, "table", None)
-        if (isinstance(table, torch.nn.Embedding) and table.embedding_dim == ctx.cfg(task).model.d_model
-                and type(pe).embed is not PositionalEncoding.embed and not draws_positions(scheme)):
-            return scheme
-    return None
+    """The study's first scheme of ``task`` that adds a learned table of positions to the embeddings
+    (``adds_learned_table``): the one the references' analyses of a learned table draw, or None."""
+    return next((scheme for scheme in ctx.params.schemes_of(task) if adds_learned_table(scheme)), None)
 
 
 def snapshots(ctx: ReportContext, rows: int, seeds: list[int] | None = None) -> dict[int, learned_table.Snapshots]:
@@ -62,21 +53,12 @@ def sinusoidal_base(ctx: ReportContext) -> float:
     return ctx.copy.options("sinusoidal").base
 
 
-def _encoding(ctx: ReportContext, task: str, scheme: str, causal: bool) -> PositionalEncoding:
-    """The scheme's module as ``task`` configures it (its options; no weights read)."""
-    cfg = ctx.cfg(task)
-    try:
-        return build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads, causal=causal,
-                                         options=cfg.options(scheme))
-    except ValueError:  # a scheme of one attention form only (xpos: causal), in a study that has both
-        return build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads,
-                                         causal=not causal, options=cfg.options(scheme))
-
-
 def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usage, causal: bool = False) -> list[str]:
-    """Each scheme's own statement of its setup where ``usage`` says it serves (``PositionalEncoding.describe``),
-    as '`<scheme>`: …' sentences; built from the task's options for it, no weights read."""
-    described = {scheme: _encoding(ctx, task, scheme, causal).describe(usage) for scheme in schemes}
+    """Each scheme's own statement of its setup where ``usage`` says it serves (``describe_scheme``), as
+    '`<scheme>`: …' sentences; built from the task's options for it, no weights read."""
+    model = ctx.cfg(task).model
+    described = {scheme: describe_scheme(scheme, usage, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
+                                         options=ctx.cfg(task).options(scheme)) for scheme in schemes}
     return [f"`{scheme}`: {text}" for scheme, text in described.items() if text]
 
 
