@@ -502,7 +502,7 @@ def test_each_length_is_scored_over_several_position_draws_the_same_for_every_ru
 def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     """xPos subclasses RoPE's class: it gets no PI/NTK rows, and the report shows each scheme's variant rows under
     its own name only (rows of another scheme never join rope+PI)."""
-    from pelab.report.common import with_variants
+    from pelab.analysis.variants import with_variants
     from pelab.tasks.length import data as length_data
     from pelab.tasks.length.evaluate import evaluate
 

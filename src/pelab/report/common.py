@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
-
 from pelab.analysis import learned_table
 from pelab.positional import Usage
 from pelab.positional.statements import adds_learned_table, describe_scheme
@@ -62,28 +60,7 @@ def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usa
     return [f"`{scheme}`: {text}" for scheme, text in described.items() if text]
 
 
-# Evaluation-time extensions a scheme's runs are also scored with (position interpolation, NTK-aware base scaling;
-# which scheme has them is evaluation's choice), recorded under split names with these suffixes.
-VARIANTS = {"_pi": "PI", "_ntk": "NTK"}
-VARIANT_STYLES = {"PI": "--", "NTK": ":"}
-
-
-def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The rows of evaluation-time variants (splits ``<split>_pi`` / ``<split>_ntk``) as pseudo-schemes
-    ``<scheme>+PI`` / ``<scheme>+NTK`` under the plain split names (each scheme's own rows only), and their names."""
-    frames, names = [records[~records["split"].str.endswith(tuple(VARIANTS))]], []
-    for suffix, label in VARIANTS.items():
-        rows = records[records["split"].str.endswith(suffix)]
-        for scheme in dict.fromkeys(rows["pe"]):
-            mine = rows[rows["pe"] == scheme]
-            frames.append(mine.assign(pe=f"{scheme}+{label}", split=mine["split"].str.removesuffix(suffix)))
-            names.append(f"{scheme}+{label}")
-    return pd.concat(frames, ignore_index=True), names
-
-
-def variant_bases(names: list[str]) -> list[str]:
-    """The schemes whose runs the variants ``<scheme>+PI`` … extend, in order."""
-    return list(dict.fromkeys(name.split("+")[0] for name in names))
+VARIANT_STYLES = {"PI": "--", "NTK": ":"}  # an evaluation-time variant (pelab.analysis.variants), by its label
 
 
 def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, float]]:

@@ -16,7 +16,8 @@ import pandas as pd
 
 from pelab.analysis.paired import seed_summary
 from pelab.positional import Usage, draws_positions
-from pelab.report.common import line_style, palette_with_variants, scheme_choices, variant_bases, with_variants
+from pelab.analysis.variants import variant_bases, with_variants
+from pelab.report.common import line_style, palette_with_variants, scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import band, save, seed_band

@@ -1,0 +1,28 @@
+"""Evaluation-time variants of a scheme's runs (position interpolation, NTK-aware base scaling: which scheme has them
+is evaluation's choice), recorded under split names with a suffix, as pseudo-schemes ``<scheme>+PI`` beside the
+schemes: the rows the length and LM sections tabulate and draw."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# the split suffix of each variant's records and its label
+VARIANTS = {"_pi": "PI", "_ntk": "NTK"}
+
+
+def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The rows of evaluation-time variants (splits ``<split>_pi`` / ``<split>_ntk``) as pseudo-schemes
+    ``<scheme>+PI`` / ``<scheme>+NTK`` under the plain split names (each scheme's own rows only), and their names."""
+    frames, names = [records[~records["split"].str.endswith(tuple(VARIANTS))]], []
+    for suffix, label in VARIANTS.items():
+        rows = records[records["split"].str.endswith(suffix)]
+        for scheme in dict.fromkeys(rows["pe"]):
+            mine = rows[rows["pe"] == scheme]
+            frames.append(mine.assign(pe=f"{scheme}+{label}", split=mine["split"].str.removesuffix(suffix)))
+            names.append(f"{scheme}+{label}")
+    return pd.concat(frames, ignore_index=True), names
+
+
+def variant_bases(names: list[str]) -> list[str]:
+    """The schemes whose runs the variants ``<scheme>+PI`` … extend, in order."""
+    return list(dict.fromkeys(name.split("+")[0] for name in names))
