@@ -737,3 +737,38 @@ def test_eval_splits_scores_only_the_listed_test_sets(multi30k_dir, repo_root, t
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(ValueError, match="translation.eval.splits must list distinct split names"):
         load_params(tmp_path / "params.yaml")
+
+
+def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_seeds_that_agree(tmp_path):
+    """The aggregate stage's records of sacreBLEU's paired bootstrap against the reference (``paired_records``) are
+    its numbers, one pair per (scheme, seed); the report's table reads them and counts the seeds with p < 0.05."""
+    from pelab.analysis.bootstrap import paired_bootstrap
+    from pelab.report.translation import _paired_bootstrap
+
+    refs = [f"the cat number {i} sat on the red mat today" for i in range(40)]
+    beams = {"sinusoidal": refs[:20] + ["the cat sat"] * 20, "rope": refs, "none": ["a dog"] * 40}
+    split = "test_2016_flickr"
+    for seed in (0, 1):
+        for scheme, lines in beams.items():
+            out = io.run_dir(tmp_path, "translation", scheme, seed)
+            (out / "hyps").mkdir(parents=True)
+            (out / "refs").mkdir()
+            (out / "hyps" / f"{split}.beam.en").write_text("\n".join(lines) + "\n")
+            (out / "refs" / f"{split}.en").write_text("\n".join(refs) + "\n")
+            io.write_json(out / "eval_meta.json", {"eval_splits": [split, "test_2017_flickr"]})
+    task, schemes = get_task("translation"), ["sinusoidal", "rope", "none"]
+    records = pd.DataFrame(task.paired_records(schemes, [0, 1], "sinusoidal", tmp_path))
+    expected = paired_bootstrap(beams["sinusoidal"], {s: beams[s] for s in ("rope", "none")}, refs)
+    assert len(records) == 8 and set(records["split"]) == {split} and set(records["pe"]) == {"rope", "none"}
+    for scheme, result in expected.items():
+        mine = records[records["pe"] == scheme].set_index(["seed", "metric"])["value"]
+        assert mine[(1, "bootstrap_delta_bleu")] == result["bleu"] - result["baseline_bleu"]
+        assert mine[(0, "bootstrap_p")] == result["p"] < 0.05
+    assert expected["rope"]["bleu"] > expected["rope"]["baseline_bleu"] > expected["none"]["bleu"]
+    records = records.assign(task="translation")
+    table = _paired_bootstrap(records, schemes, [0, 1], split, "sinusoidal")
+    assert "| `rope` | +" in table and table.count("| 2 / 0 |") == 1 and table.count("| 0 / 2 |") == 1
+    assert _paired_bootstrap(records, ["rope", "none"], [0, 1], split, "sinusoidal") == ""
+    assert task.paired_records(["rope", "none"], [0, 1], "sinusoidal", tmp_path) == []  # no reference among them
+    (io.run_dir(tmp_path, "translation", "none", 1) / "hyps" / f"{split}.beam.en").unlink()
+    assert task.paired_records(schemes, [0, 1], "sinusoidal", tmp_path) == []  # a run saved no beams

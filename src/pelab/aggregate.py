@@ -33,7 +33,8 @@ def _runs(params: Params):
 
 
 def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.DataFrame:
-    """Training records and evaluation records of every run of the study, in one tidy frame."""
+    """Training records and evaluation records of every run of the study, and the records that compare runs
+    (``Task.paired_records``), in one tidy frame."""
     frames = []
     for task, scheme, seed in _runs(params):
         for path in (run_dir(runs_root, task, scheme, seed) / "train_records.jsonl",
@@ -41,6 +42,9 @@ def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.Data
             if not path.exists():
                 raise FileNotFoundError(f"no records for task {task!r}, scheme {scheme!r}, seed {seed} at {path}")
             frames.append(pd.DataFrame(io.read_jsonl(path)))
+    for task in params.tasks:  # comparisons between runs (translation: the paired bootstrap against the reference)
+        paired = get_task(task).paired_records(params.schemes_of(task), params.seeds, params.reference, results_root)
+        frames += [pd.DataFrame(paired)] if paired else []
     records = pd.concat(frames, ignore_index=True)
     records["length"] = records["length"].astype(str)
     first = [c for c in RECORD_COLUMNS if c in records.columns]

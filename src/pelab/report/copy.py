@@ -1,5 +1,5 @@
-"""The copy study's section of the report: accuracy per scheme and per length, training curves, the paired
-comparisons against the reference, cost, and the choices each scheme states about itself."""
+"""The copy study's section of the report: accuracy per scheme and per length, the paired comparisons against the
+reference, cost, and the choices each scheme states about itself (its training curves: ``analyses/curves.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pelab.positional import Usage, is_control
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import band, draw_curves, save, scheme_palette
+from pelab.report.style import band, save, scheme_palette
 from pelab.report.tables import comparison_table, cost_table, difference_matrix, markdown_table
 from pelab.stats import summarize
 
@@ -39,7 +39,7 @@ def copy_reading(records: pd.DataFrame, schemes: list[str]) -> str:
                 best_exact=max(mean(s, "test_long") for s in schemes))
 
 
-ACCURACY, BY_LENGTH, LOSS = "copy_accuracy.png", "copy_accuracy_by_length.png", "copy_training_loss.png"
+ACCURACY, BY_LENGTH = "copy_accuracy.png", "copy_accuracy_by_length.png"
 
 
 def _n_per_length(ctx: ReportContext) -> str:
@@ -72,8 +72,6 @@ def section(ctx: ReportContext) -> list[str]:
     records, schemes, copy = ctx.records, ctx.schemes, ctx.copy
     draw_accuracy_by_scheme(records, schemes, ctx.figure(ACCURACY))
     draw_accuracy_by_length(records, schemes, ctx.figure(BY_LENGTH))
-    draw_curves(ctx.curves[ctx.curves["task"] == "copy"], schemes, [("loss", None)], ctx.figure(LOSS), log=True,
-                ylabel="training loss (mean over seeds, band = min–max)", figsize=(8, 4.5))
     table, _ = comparison_table(records, "copy", schemes, COPY_COLUMNS, reference=ctx.params.reference)
     devices = {s: ctx.run_meta("copy", s, ctx.seed)["cost"]["device"] for s in schemes}
     return render(
@@ -82,7 +80,7 @@ def section(ctx: ReportContext) -> list[str]:
                         range(copy.data.long_min_len + 1, copy.data.long_max_len + 2), copy.data.long_context),
         table=table, reading=copy_reading(records, schemes),
         matrix=difference_matrix(records, "copy", schemes, "test", "exact_match"), image=ctx.image,
-        accuracy=ACCURACY, by_length=BY_LENGTH, loss=LOSS, cost=cost_table(records, "copy", schemes, devices))
+        accuracy=ACCURACY, by_length=BY_LENGTH, cost=cost_table(records, "copy", schemes, devices))
 
 
 SPLIT_TITLES = {"test": "held-out test (training lengths)", "test_long": "longer than training"}

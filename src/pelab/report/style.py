@@ -102,12 +102,11 @@ def seed_band(rows: pd.DataFrame, by: str, column: str = "value") -> pd.DataFram
 
 
 def draw_curves(curves: pd.DataFrame, schemes: list[str], panels: list[tuple[str, str | None]], path: Path, *,
-                log: bool = False, sharey: bool = False, ylabel: str | None = None, title: str | None = None,
-                figsize: tuple[float, float] = (11, 4.2)) -> Path:
+                log: bool = False, sharey: bool = False, ylabel: str | None = None, title: str | None = None) -> Path:
     """Curves by training step, one panel per (column, panel title) of ``panels``, from per-seed rows (columns pe,
     seed, step and the panels' columns): per scheme the mean over seeds, band = min–max over seeds."""
     palette = scheme_palette()
-    fig, axes = plt.subplots(1, len(panels), figsize=figsize, sharey=sharey, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(11, 4.2), sharey=sharey, squeeze=False)
     axes = axes[0]
     for ax, (column, panel_title) in zip(axes, panels):
         for scheme in schemes:

@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pelab import io
-from pelab.analysis.bootstrap import RESAMPLES, paired_bootstrap
-from pelab.analysis.paired import reference_tests, seed_summary
+from pelab.analysis.bootstrap import RESAMPLES
+from pelab.analysis.paired import reference_tests, seed_map, seed_summary
 from pelab.positional import is_control
 from pelab.report.analyses.anchors import ANCHORS
 from pelab.report.context import ReportContext
@@ -53,31 +53,17 @@ def _reading(records: pd.DataFrame, schemes: list[str], split: str, best: str, r
                           for s in schemes if is_control(s) and s != best])
 
 
-def _paired_bootstrap(ctx: ReportContext, schemes: list[str], split: str) -> str:
-    """sacreBLEU's paired bootstrap of every scheme against the reference, once per seed, on the saved beams: the
-    table, or "" where the reference or the saved beams are missing."""
-    reference = ctx.params.reference
-    if reference not in schemes or ctx.results_root is None:
+def _paired_bootstrap(records: pd.DataFrame, schemes: list[str], seeds: list[int], split: str, reference: str) -> str:
+    """sacreBLEU's paired bootstrap of every scheme against the reference, once per seed, as the aggregate stage
+    recorded it (``Task.paired_records``): the table, or "" where there is none."""
+    if reference not in schemes or not (records["metric"] == "bootstrap_p").any():
         return ""
-    rows, per_seed = [], {}
-    for seed in ctx.seeds:
-        base = ctx.result_path(TASK, reference, seed)
-        if not (base / "hyps" / f"{split}.beam.en").exists():
-            return ""
-        others = {s: (ctx.result_path(TASK, s, seed) / "hyps" / f"{split}.beam.en").read_text().splitlines()
-                  for s in schemes if s != reference}
-        beams = (base / "hyps" / f"{split}.beam.en").read_text().splitlines()
-        refs = (base / "refs" / f"{split}.en").read_text().splitlines()
-        per_seed[seed] = paired_bootstrap(beams, others, refs[: len(beams)])
-    for scheme in schemes:
-        if scheme == reference:
-            continue
-        results = [per_seed[k][scheme] for k in ctx.seeds]
-        better = sum(r["p"] < 0.05 and r["bleu"] > r["baseline_bleu"] for r in results)
-        worse = sum(r["p"] < 0.05 and r["bleu"] < r["baseline_bleu"] for r in results)
-        rows.append([f"`{scheme}`", *(f"{r['bleu'] - r['baseline_bleu']:+.2f} (p={format_p(r['p'])})" for r in results),
-                     f"{better} / {worse}"])
-    header = ["scheme", *[f"seed {k}: ΔBLEU (p)" for k in ctx.seeds], "seeds p < 0.05: better / worse"]
+    rows = []
+    for scheme in (s for s in schemes if s != reference):
+        delta, p = (seed_map(records, TASK, scheme, split, m) for m in ("bootstrap_delta_bleu", "bootstrap_p"))
+        better, worse = (sum(p[k] < 0.05 and sign * delta[k] > 0 for k in seeds) for sign in (1, -1))
+        rows.append([f"`{scheme}`", *(f"{delta[k]:+.2f} (p={format_p(p[k])})" for k in seeds), f"{better} / {worse}"])
+    header = ["scheme", *[f"seed {k}: ΔBLEU (p)" for k in seeds], "seeds p < 0.05: better / worse"]
     return markdown_table(header, rows)
 
 
@@ -155,7 +141,8 @@ def section(ctx: ReportContext) -> list[str]:
         signatures=meta.get("signatures", {}), table=table, reading=_reading(records, schemes, first, best,
                                                                             params.reference),
         matrix=difference_matrix(records, TASK, schemes, first, "bleu_beam", digits=2), image=ctx.image,
-        by_length=BLEU_BY_LENGTH, loss=LOSS, bootstrap=_paired_bootstrap(ctx, schemes, first), resamples=RESAMPLES,
+        by_length=BLEU_BY_LENGTH, loss=LOSS, resamples=RESAMPLES,
+        bootstrap=_paired_bootstrap(records, schemes, seeds, first, params.reference),
         nltk_table=_nltk_table(records, schemes, first),
         examples=[] if results is None else _examples(ctx, schemes, seeds[0]),
         cost=cost_table(records, TASK, schemes, devices),
