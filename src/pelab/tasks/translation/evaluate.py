@@ -127,4 +127,3 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
         "corpus": data.meta.get("corpus"), "eval_splits": splits, "max_positions": capacity,
     })
     return rows
-
