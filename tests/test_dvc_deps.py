@@ -4,8 +4,7 @@ of the stage's script, so an edit to any module a stage runs re-runs that stage 
 What a stage executes, read from the imports (module level and inside functions, never ``if TYPE_CHECKING``):
 
 * a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py, ``pelab.probe``): followed
-  for evaluation stages only (training stages must not depend on it: editing evaluation never retrains), and its
-  ``paired_records`` for the aggregate stage only;
+  for evaluation stages only (training stages must not depend on it: editing evaluation never retrains);
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only
   the stage's scheme's is followed (and ``none``, the cross-attention scheme);
 * likewise the task registry imports every task's module: only the stage's task's is followed.
@@ -38,14 +37,6 @@ def task_package(task: str) -> str:
 
 TASK_PACKAGES = {task_package(t) for t in TASKS}
 EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
-AGGREGATE_METHODS = ("paired_records",)  # and those that only the aggregate stage runs
-
-
-def methods_run(stage: str) -> tuple[str, ...]:
-    """The task methods that import evaluation code which stage ``stage`` runs."""
-    if stage.startswith(("train", "prepare", "tune")):
-        return ()
-    return EVALUATION_METHODS + AGGREGATE_METHODS if stage == "aggregate" else EVALUATION_METHODS
 
 
 def module_file(name: str) -> Path | None:
@@ -59,15 +50,13 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def imports(path: Path, methods: tuple[str, ...]) -> set[str]:
-    """The pelab modules ``path`` imports (and ``_common``), with their parent packages; of a task's methods that
-    import evaluation code, only those in ``methods`` (``methods_run``) are followed."""
+def imports(path: Path, evaluation: bool) -> set[str]:
+    """The pelab modules ``path`` imports (and ``_common``), with their parent packages."""
     tree = ast.parse(path.read_text())
     skip: set[int] = set()
     for node in ast.walk(tree):
         type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        evaluate_method = (isinstance(node, ast.FunctionDef) and node.name in EVALUATION_METHODS + AGGREGATE_METHODS
-                           and node.name not in methods)
+        evaluate_method = isinstance(node, ast.FunctionDef) and node.name in EVALUATION_METHODS and not evaluation
         if type_checking or evaluate_method:
             skip |= {id(n) for n in ast.walk(node)}
     found = set()
@@ -87,7 +76,7 @@ def imports(path: Path, methods: tuple[str, ...]) -> set[str]:
     return {name for name in found if module_file(name) is not None}
 
 
-def closure(script: Path, task: str | None, scheme: str | None, methods: tuple[str, ...]) -> set[Path]:
+def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool) -> set[Path]:
     schemes = set(scheme_names()) if scheme is None else {scheme, "none"}
     wanted_schemes = {f"pelab.positional.{s}" for s in schemes}
     tasks = task_names() if task is None else [task]
@@ -99,7 +88,7 @@ def closure(script: Path, task: str | None, scheme: str | None, methods: tuple[s
         if path in seen:
             continue
         seen.add(path)
-        for name in imports(path, methods):
+        for name in imports(path, evaluation):
             if name in SCHEME_MODULES and name not in wanted_schemes and path.name == "registry.py":
                 continue  # the registry lists every scheme; the stage builds only its own
             in_task = next((pkg for pkg in TASK_PACKAGES if name == pkg or name.startswith(pkg + ".")), None)
@@ -144,21 +133,22 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
     script = ROOT / stage["cmd"].split()[1]
     task = item.get("task", item.get(""))
     scheme = item.get("scheme")
+    evaluation = not name.startswith(("train", "prepare", "tune"))
     deps = [ROOT / d for d in stage.get("deps", [])]
-    missing = sorted(str(path.relative_to(ROOT)) for path in closure(script, task, scheme, methods_run(name))
+    missing = sorted(str(path.relative_to(ROOT)) for path in closure(script, task, scheme, evaluation)
                      if not any(path == dep or dep in path.parents for dep in deps))
     assert not missing, f"{name} {item}: add to its deps in dvc.yaml: {missing}"
 
 
 def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_evaluation():
-    found = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "reverse", "rand_rope", methods_run("train"))}
+    found = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "reverse", "rand_rope", False)}
     assert {"src/pelab/positional/rand_rope.py", "src/pelab/positional/rope.py", "src/pelab/positional/randomized.py",
             "src/pelab/positional/registry.py", "stages/_common.py"} <= found
     assert "src/pelab/positional/fire.py" not in found and "src/pelab/tasks/length/evaluate.py" not in found
     assert "src/pelab/tasks/copy/evaluate.py" in {
-        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/evaluate.py", "copy", "rope", methods_run("evaluate"))}
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/evaluate.py", "copy", "rope", True)}
     assert "src/pelab/tasks/copy/evaluate.py" not in {
-        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "copy", "rope", methods_run("train"))}
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "copy", "rope", False)}
 
 
 def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
@@ -171,6 +161,6 @@ def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
     assert not any(dep == "data" or dep.startswith(("data/", *code)) for dep in report["deps"])
     assert "--data" not in report["cmd"] and "reports/study.json" in report["deps"]
     for path in sorted((SRC / "pelab/report").rglob("*.py")):
-        reached = imports(path, methods_run("aggregate"))
+        reached = imports(path, evaluation=True)
         assert not any(name.startswith(("pelab.runner", "pelab.tasks", "pelab.params", "pelab.model",
                                         "pelab.training", "pelab.probe")) for name in reached), (path, reached)

@@ -740,8 +740,9 @@ def test_eval_splits_scores_only_the_listed_test_sets(multi30k_dir, repo_root, t
 
 
 def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_seeds_that_agree(tmp_path):
-    """The aggregate stage's records of sacreBLEU's paired bootstrap against the reference (``paired_records``) are
-    its numbers, one pair per (scheme, seed); the report's table reads them and counts the seeds with p < 0.05."""
+    """The aggregate stage's records of sacreBLEU's paired bootstrap against the reference (``bootstrap_records``)
+    are its numbers, one pair per (scheme, seed); the report's table reads them and counts the seeds with p < 0.05."""
+    from pelab.aggregate import bootstrap_records
     from pelab.analysis.bootstrap import paired_bootstrap
     from pelab.report.translation import _paired_bootstrap
 
@@ -756,8 +757,8 @@ def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_see
             (out / "hyps" / f"{split}.beam.en").write_text("\n".join(lines) + "\n")
             (out / "refs" / f"{split}.en").write_text("\n".join(refs) + "\n")
             io.write_json(out / "eval_meta.json", {"eval_splits": [split, "test_2017_flickr"]})
-    task, schemes = get_task("translation"), ["sinusoidal", "rope", "none"]
-    records = pd.DataFrame(task.paired_records(schemes, [0, 1], "sinusoidal", tmp_path))
+    schemes = ["sinusoidal", "rope", "none"]
+    records = pd.DataFrame(bootstrap_records(schemes, [0, 1], "sinusoidal", tmp_path))
     expected = paired_bootstrap(beams["sinusoidal"], {s: beams[s] for s in ("rope", "none")}, refs)
     assert len(records) == 8 and set(records["split"]) == {split} and set(records["pe"]) == {"rope", "none"}
     for scheme, result in expected.items():
@@ -765,10 +766,9 @@ def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_see
         assert mine[(1, "bootstrap_delta_bleu")] == result["bleu"] - result["baseline_bleu"]
         assert mine[(0, "bootstrap_p")] == result["p"] < 0.05
     assert expected["rope"]["bleu"] > expected["rope"]["baseline_bleu"] > expected["none"]["bleu"]
-    records = records.assign(task="translation")
     table = _paired_bootstrap(records, schemes, [0, 1], split, "sinusoidal")
     assert "| `rope` | +" in table and table.count("| 2 / 0 |") == 1 and table.count("| 0 / 2 |") == 1
     assert _paired_bootstrap(records, ["rope", "none"], [0, 1], split, "sinusoidal") == ""
-    assert task.paired_records(["rope", "none"], [0, 1], "sinusoidal", tmp_path) == []  # no reference among them
+    assert bootstrap_records(["rope", "none"], [0, 1], "sinusoidal", tmp_path) == []  # no reference among them
     (io.run_dir(tmp_path, "translation", "none", 1) / "hyps" / f"{split}.beam.en").unlink()
-    assert task.paired_records(schemes, [0, 1], "sinusoidal", tmp_path) == []  # a run saved no beams
+    assert bootstrap_records(schemes, [0, 1], "sinusoidal", tmp_path) == []  # a run saved no beams

@@ -10,11 +10,14 @@ disk from earlier experiments never leak into a report.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from pelab import io
+from pelab.analysis.bootstrap import paired_bootstrap
 from pelab.params import Params
 from pelab.runner.checkpoint import run_dir
 from pelab.stats import metric_summary
@@ -33,8 +36,8 @@ def _runs(params: Params):
 
 
 def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.DataFrame:
-    """Training records and evaluation records of every run of the study, and the records that compare runs
-    (``Task.paired_records``), in one tidy frame."""
+    """Training records and evaluation records of every run of the study, and the translation runs' paired
+    bootstrap against the reference (``bootstrap_records``), in one tidy frame."""
     frames = []
     for task, scheme, seed in _runs(params):
         for path in (run_dir(runs_root, task, scheme, seed) / "train_records.jsonl",
@@ -42,13 +45,39 @@ def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.Data
             if not path.exists():
                 raise FileNotFoundError(f"no records for task {task!r}, scheme {scheme!r}, seed {seed} at {path}")
             frames.append(pd.DataFrame(io.read_jsonl(path)))
-    for task in params.tasks:  # comparisons between runs (translation: the paired bootstrap against the reference)
-        paired = get_task(task).paired_records(params.schemes_of(task), params.seeds, params.reference, results_root)
+    if "translation" in params.tasks:  # its runs side by side
+        paired = bootstrap_records(params.schemes_of("translation"), params.seeds, params.reference, results_root)
         frames += [pd.DataFrame(paired)] if paired else []
     records = pd.concat(frames, ignore_index=True)
     records["length"] = records["length"].astype(str)
     first = [c for c in RECORD_COLUMNS if c in records.columns]
     return records[first + [c for c in records.columns if c not in first]]
+
+
+def bootstrap_records(schemes: Sequence[str], seeds: Sequence[int], reference: str,
+                      results_root: Path) -> list[dict[str, Any]]:
+    """sacreBLEU's paired bootstrap (``pelab.analysis.bootstrap``) of each translation scheme's beam translations
+    against the reference scheme's, once per seed, on the first evaluated split, from the files its evaluation wrote
+    (``pelab.tasks.translation.evaluate``): records ``bootstrap_delta_bleu`` (its BLEU minus the reference's) and
+    ``bootstrap_p``. None where the reference is not among the schemes or a run saved no beams."""
+    others = [s for s in schemes if s != reference]
+    if reference not in schemes or not others:
+        return []
+    rows = []
+    for seed in seeds:
+        base = io.run_dir(results_root, "translation", reference, seed)
+        split = io.read_json(base / "eval_meta.json")["eval_splits"][0]
+        paths = {s: io.run_dir(results_root, "translation", s, seed) / "hyps" / f"{split}.beam.en" for s in schemes}
+        if not all(path.exists() for path in paths.values()):
+            return []
+        beams = {s: path.read_text().splitlines() for s, path in paths.items()}
+        refs = (base / "refs" / f"{split}.en").read_text().splitlines()
+        tests = paired_bootstrap(beams[reference], {s: beams[s] for s in others}, refs[: len(beams[reference])])
+        rows += [{"task": "translation", "pe": s, "seed": seed, "split": split, "length": "all", "metric": metric,
+                  "value": value} for s, t in tests.items()
+                 for metric, value in (("bootstrap_delta_bleu", t["bleu"] - t["baseline_bleu"]),
+                                       ("bootstrap_p", t["p"]))]
+    return rows
 
 
 def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from pelab.analysis import learned_table
+from pelab.analysis.schemes import adds_learned_table, describe_scheme
 from pelab.positional import Usage
-from pelab.positional.statements import adds_learned_table, describe_scheme
 from pelab.report.context import ReportContext
 from pelab.report.style import scheme_palette
 from pelab.stats import format_interval, format_mean_sd, summarize

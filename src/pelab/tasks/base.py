@@ -18,7 +18,7 @@ options for this task — by default the global ``positional.<scheme>``, which a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -204,10 +204,3 @@ class Task(ABC):
                  out_dir: Path) -> list[dict[str, Any]]:
         """Tidy rows {split, length, metric, value} (the runner adds task, pe, seed); may write files into
         ``out_dir`` (translations, examples)."""
-
-    def paired_records(self, schemes: Sequence[str], seeds: Sequence[int], reference: str,
-                       results_root: Path) -> list[dict[str, Any]]:
-        """Tidy records {task, pe, seed, split, length, metric, value} that compare each scheme's run of a seed with
-        the reference scheme's from what their evaluations wrote, added to the study's records by the aggregate
-        stage (translation: sacreBLEU's paired bootstrap); none by default."""
-        return []

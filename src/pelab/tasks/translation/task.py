@@ -165,8 +165,3 @@ class TranslationTask(Task):
         from pelab.tasks.translation.evaluate import evaluate
 
         return evaluate(cfg, model, data, device, out_dir)
-
-    def paired_records(self, schemes, seeds, reference, results_root):
-        from pelab.tasks.translation.paired import bootstrap_records
-
-        return bootstrap_records(schemes, seeds, reference, results_root)

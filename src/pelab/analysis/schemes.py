@@ -1,6 +1,6 @@
-"""What a scheme says about itself to the report, by building it (no weights read, no model run): the sentence that
-states its setup where it serves (``PositionalEncoding.describe``) and whether it is a learned table of positions
-added to the embeddings (the one the references' analyses of a learned table draw)."""
+"""What a scheme says about itself to the report, asked of the scheme built from its options (no weights read, no
+model run): the sentence that states its setup where it serves (``PositionalEncoding.describe``) and whether it is a
+learned table of positions added to the embeddings (the one the references' analyses of a learned table draw)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 
 from torch import nn
 
-from pelab.positional.base import PositionalEncoding, Usage
-from pelab.positional.registry import build_positional_encoding, draws_positions
+from pelab.positional import PositionalEncoding, Usage, build_positional_encoding, draws_positions
 
 
 def _built_in_either_form(name: str, causal: bool, **kwargs: Any) -> PositionalEncoding:
