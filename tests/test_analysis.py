@@ -391,6 +391,27 @@ def test_probe_rows_against_the_training_length_and_their_change_to_the_longest(
     assert found["a"].score == [0.1, 0.1] and found["b"].score == [0.9, 0.9]
 
 
+def test_the_reading_names_the_largest_rise_the_sink_and_the_ranking_only_where_scores_differ() -> None:
+    from pelab.analysis import diagnostics
+
+    records = _probe_records()
+    rows = diagnostics.relative_lengths(records[records["split"] == "probe"])
+    metrics = ["attn_entropy_norm", "first_token_ratio"]
+    sinks = pd.DataFrame([{"task": "t", "split": "probe", "length": str(n), "metric": "first_token_ratio",
+                           "value": 1.0 + (pe == "b") * (n == 8), "pe": pe, "seed": k, "tokens": n, "ratio": n / 4}
+                          for pe in "ab" for k in (0, 1) for n in (4, 8)])
+    rows = pd.concat([rows, sinks], ignore_index=True)
+    score = diagnostics.beyond_score(records, "t")
+    found, _, _ = diagnostics.changes(rows, records, "t", metrics, score)
+    r = diagnostics.reading(found, score)
+    assert r.scores == pytest.approx({"a": 0.1, "b": 0.9}) and r.ranked == ["b", "a"] and r.rho is None  # 2 schemes
+    assert r.rises["a"] == pytest.approx(0.25) and (r.most, r.least) == ("a", "b")
+    assert (r.sink, r.sink_value) == ("b", 2.0)
+    same = diagnostics.reading({s: c._replace(score=[0.5, 0.5]) for s, c in found.items()}, score)
+    assert same.ranked == [] and same.scores == {"a": 0.5, "b": 0.5}
+    assert diagnostics.reading(found, None).scores == {} and diagnostics.reading(found, None).ranked == []
+
+
 def test_rank_correlation_only_where_it_says_something() -> None:
     from pelab.analysis import diagnostics
 

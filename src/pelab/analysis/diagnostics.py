@@ -83,6 +83,36 @@ def rank_correlation(scores: dict[str, float], rises: dict[str, float]) -> float
     return float(spearmanr([scores[s] for s in scores], [rises[s] for s in scores]).statistic)
 
 
+
+class Reading(NamedTuple):
+    """What the reading of one task's changes says: per scheme its mean score beyond training ({} without a score)
+    and the rise of its normalised attention entropy from the training length to the longest row; the schemes whose
+    entropy rises most and least, and whose first-token ratio at the longest row is highest (with that ratio); the
+    schemes by score, best first ([] where no two scores differ, to 6 decimals); Spearman's ρ of score with rise."""
+
+    scores: dict[str, float]
+    rises: dict[str, float]
+    most: str
+    least: str
+    sink: str
+    sink_value: float
+    ranked: list[str]
+    rho: float | None
+
+
+def reading(found: dict[str, Change], score: BeyondScore | None) -> Reading:
+    """The ``Reading`` of one task's ``changes``."""
+    scores = {s: summarize(c.score)["mean"] for s, c in found.items()} if score else {}
+    entropy = {s: c.diagnostics["attn_entropy_norm"] for s, c in found.items()}  # (at training, at the longest)
+    rises = {s: after["mean"] - before["mean"] for s, (before, after) in entropy.items()}
+    sinks = {s: c.diagnostics["first_token_ratio"][1]["mean"] for s, c in found.items()}
+    sink = max(sinks, key=sinks.get)
+    differ = score is not None and len(set(np.round(list(scores.values()), 6))) > 1
+    ranked = sorted(scores, key=scores.get, reverse=score.higher_is_better) if differ else []
+    return Reading(scores, rises, max(rises, key=rises.get), min(rises, key=rises.get), sink, sinks[sink], ranked,
+                   rank_correlation(scores, rises) if ranked else None)
+
+
 def slow_pairs(bands: pd.DataFrame, trained: float) -> tuple[int, list[float]]:
     """One scheme's rotary pairs (its ``rope_band_<f>_share`` / ``_period`` rows) whose period exceeds ``trained``
     positions: how many, and their summed share per seed."""

@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
-from pelab.analysis.diagnostics import beyond_score, changes, rank_correlation, relative_lengths, slow_pairs
+from pelab.analysis.diagnostics import beyond_score, changes, reading, relative_lengths, slow_pairs
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
 from pelab.report.style import band, save, scheme_palette, seed_band
@@ -62,24 +61,15 @@ def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[
     table = [[f"`{scheme}`"] + ([format_mean_sd(summarize(c.score))] if score else [])
              + [f"{format_mean_sd(a, 2)} → {format_mean_sd(b, 2)}" for a, b in c.diagnostics.values()]
              for scheme, c in found.items()]
-    scores = {s: summarize(c.score)["mean"] for s, c in found.items()} if score else {}
-    entropy = {s: c.diagnostics["attn_entropy_norm"] for s, c in found.items()}
-    rises = {s: after["mean"] - before["mean"] for s, (before, after) in entropy.items()}
-    sinks = {s: c.diagnostics["first_token_ratio"][1]["mean"] for s, c in found.items()}
-    most, least, sink = max(rises, key=rises.get), min(rises, key=rises.get), max(sinks, key=sinks.get)
-    extremes, same_score = [], None
-    if score and len(set(np.round(list(scores.values()), 6))) > 1:
-        ranked = sorted(scores, key=scores.get, reverse=score.higher_is_better)
-        extremes = [(which, s, scores[s], *(f"{a['mean']:.2f} → {b['mean']:.2f}" for a, b in
-                                            found[s].diagnostics.values()))
-                    for which, s in (("best", ranked[0]), ("worst", ranked[-1]))]
-    elif score:
-        same_score = next(iter(scores.values()))
-    reading = fill("diagnostics_reading.md", low=low, high=high, most=most, rise_most=signed(rises[most]),
-                   least=least, rise_least=signed(rises[least]), sink=sink, sink_value=sinks[sink], extremes=extremes,
-                   label=score.label if score else "", rho=rank_correlation(scores, rises) if extremes else None,
-                   n=len(found), same_score=same_score)
-    return markdown_table(header, table), reading
+    r = reading(found, score)
+    extremes = [(which, s, r.scores[s], *(f"{a['mean']:.2f} → {b['mean']:.2f}" for a, b in
+                                          found[s].diagnostics.values()))
+                for which, s in (("best", r.ranked[0]), ("worst", r.ranked[-1]))] if r.ranked else []
+    text = fill("diagnostics_reading.md", low=low, high=high, most=r.most, rise_most=signed(r.rises[r.most]),
+                least=r.least, rise_least=signed(r.rises[r.least]), sink=r.sink, sink_value=r.sink_value,
+                extremes=extremes, label=score.label if score else "", rho=r.rho, n=len(found),
+                same_score=next(iter(r.scores.values())) if score and not r.ranked else None)
+    return markdown_table(header, table), text
 
 
 def signed(value: float) -> str:
