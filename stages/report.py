@@ -25,9 +25,8 @@ from pelab.report.study import Study
 def main(study_path: str, records_path: str, plots_dir: str, runs_dir: str, results_dir: str, tuning_path: str,
          figures_dir: str, out_path: str) -> None:
     start = time.perf_counter()
-    build_report(Study.read(study_path), Path(records_path), Path(plots_dir), Path(runs_dir),
-                 Path(figures_dir), Path(out_path), results_dir=Path(results_dir),
-                 tuning_path=Path(tuning_path))
+    build_report(Study.read(study_path), Path(records_path), Path(plots_dir), Path(runs_dir), Path(results_dir),
+                 Path(figures_dir), Path(out_path), tuning_path=Path(tuning_path))
     click.echo(f"report -> {out_path}, figures -> {figures_dir} ({time.perf_counter() - start:.1f} s)")
 
 

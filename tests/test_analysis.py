@@ -294,7 +294,8 @@ def test_seq2seq_attention_maps_and_translation_hooks(tmp_path) -> None:
     for name in ("translation_pe_tables.png", "translation_learned_mds.png", "translation_attention_learned.png",
                  "translation_attention_rope.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
-    empty = ReportContext(study_of(params), records, curves, tmp_path / "nothing", None, tmp_path / "figures")
+    empty = ReportContext(study_of(params), records, curves, tmp_path / "nothing", tmp_path / "nothing",
+                          tmp_path / "figures")
     assert translation_analyses.section(empty) == []
 
 

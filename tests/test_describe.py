@@ -70,7 +70,8 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
                                          ("24", "attn_entropy_norm", 0.95), ("12", "first_token_ratio", 1.0),
                                          ("24", "first_token_ratio", 1.2), ("12", "attn_distance_norm", 1.0),
                                          ("24", "attn_distance_norm", 0.9))])
-    ctx = ReportContext(study_of(params), records, pd.DataFrame(), tmp_path / "runs", None, tmp_path / "figures")
+    ctx = ReportContext(study_of(params), records, pd.DataFrame(), tmp_path / "runs", tmp_path / "results",
+                        tmp_path / "figures")
     choices = scheme_choices(ctx, "copy", list(params.schemes), USAGE)
     assert choices == ["`wobble`: WOBBLE-SETUP for copy up to 20 positions."]
     table, best = comparison_table(records, "copy", list(params.schemes), [("test_long", "exact_match", "exact")],
@@ -91,5 +92,6 @@ def test_the_learned_table_the_analyses_draw_is_found_by_what_the_scheme_is(tmp_
     from pelab.report.context import ReportContext
 
     params = smoke_params(tmp_path, pe={"schemes": schemes})
-    ctx = ReportContext(study_of(params), pd.DataFrame(), pd.DataFrame(), tmp_path / "runs", None, tmp_path / "figures")
+    ctx = ReportContext(study_of(params), pd.DataFrame(), pd.DataFrame(), tmp_path / "runs", tmp_path / "results",
+                        tmp_path / "figures")
     assert table_scheme(ctx) == expected and table_scheme(ctx, "translation") == expected

@@ -54,8 +54,8 @@ def header(ctx: ReportContext) -> list[str]:
 
 
 def build_report(
-    params: Study, records_path: Path, plots_dir: Path, runs_dir: Path, figures_dir: Path, out_path: Path,
-    results_dir: Path | None = None, tuning_path: Path | None = None,
+    params: Study, records_path: Path, plots_dir: Path, runs_dir: Path, results_dir: Path, figures_dir: Path,
+    out_path: Path, tuning_path: Path | None = None,
 ) -> None:
     setup()
     records = pd.read_csv(records_path, dtype={"length": str})

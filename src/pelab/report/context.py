@@ -17,13 +17,13 @@ from pelab.report.study import Study
 
 class ReportContext:
     def __init__(self, params: Study, records: pd.DataFrame, curves: pd.DataFrame, runs_root: Path,
-                 results_root: Path | None, figures_dir: Path, tuning: dict[str, Any] | None = None) -> None:
+                 results_root: Path, figures_dir: Path, tuning: dict[str, Any] | None = None) -> None:
         self.params = params
         self.tuning = tuning  # reports/tuning.json (pelab.tuned_ranking), None if not given
         self.records = records
         self.curves = curves
         self.runs_root = Path(runs_root)
-        self.results_root = None if results_root is None else Path(results_root)
+        self.results_root = Path(results_root)
         self.figures_dir = Path(figures_dir)
         self.link = self.figures_dir.name
         self.schemes = list(params.schemes)
@@ -56,17 +56,15 @@ class ReportContext:
         """The run's state dict, read as tensors (the learned tables' figures)."""
         return torch.load(self.run_path(task, scheme, seed) / WEIGHTS, map_location="cpu", weights_only=True)
 
-    def result_path(self, task: str, scheme: str, seed: int) -> Path | None:
-        return None if self.results_root is None else run_dir(self.results_root, task, scheme, seed)
+    def result_path(self, task: str, scheme: str, seed: int) -> Path:
+        return run_dir(self.results_root, task, scheme, seed)
 
     def captures(self, task: str, scheme: str, seed: int) -> dict[str, Any] | None:
         """What evaluation captured from the run's model (``pelab.probe.captures``), or None if it has none."""
         key = (task, scheme, seed)
         if key not in self._captures:
-            path = self.result_path(task, scheme, seed)
-            found = path is not None and (path / PROBE_FILE).exists()
-            self._captures[key] = (torch.load(path / PROBE_FILE, map_location="cpu", weights_only=True) if found
-                                   else None)
+            path = self.result_path(task, scheme, seed) / PROBE_FILE
+            self._captures[key] = (torch.load(path, map_location="cpu", weights_only=True) if path.exists() else None)
         return self._captures[key]
 
     def captured_seeds(self, task: str, scheme: str) -> dict[int, dict[str, Any]]:

@@ -116,9 +116,8 @@ def section(ctx: ReportContext) -> list[str]:
     params, records, curves = ctx.params, ctx.records, ctx.curves
     cfg = ctx.cfg(TASK)
     schemes, seeds = list(params.schemes), list(params.seeds)
-    results = ctx.result_path(TASK, schemes[0], seeds[0])
-    meta_path = None if results is None else results / "eval_meta.json"
-    meta = io.read_json(meta_path) if meta_path is not None and meta_path.exists() else {}
+    meta_path = ctx.result_path(TASK, schemes[0], seeds[0]) / "eval_meta.json"
+    meta = io.read_json(meta_path) if meta_path.exists() else {}
     splits = meta.get("eval_splits") or sorted(records[(records["task"] == TASK)
                                                        & records["split"].str.startswith("test")]["split"].unique())
     first = splits[0]
@@ -144,7 +143,7 @@ def section(ctx: ReportContext) -> list[str]:
         by_length=BLEU_BY_LENGTH, loss=LOSS, resamples=RESAMPLES,
         bootstrap=_paired_bootstrap(records, schemes, seeds, first, params.reference),
         nltk_table=_nltk_table(records, schemes, first),
-        examples=[] if results is None else _examples(ctx, schemes, seeds[0]),
+        examples=_examples(ctx, schemes, seeds[0]),
         cost=cost_table(records, TASK, schemes, devices),
         decode_cost=_decode_cost(records, schemes, first, meta.get("sentences", {}).get(first, {})))
 
