@@ -8,7 +8,6 @@ from pelab.analysis import learned_table
 from pelab.analysis.schemes import adds_learned_table, describe_scheme
 from pelab.positional import Usage
 from pelab.report.context import ReportContext
-from pelab.report.style import scheme_palette
 from pelab.stats import format_interval, format_mean_sd, summarize
 
 # The linear-shift notebook's setting: 200 positions, 256 dimensions, shift φ = 100.
@@ -58,16 +57,3 @@ def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usa
     described = {scheme: describe_scheme(scheme, usage, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
                                          options=ctx.cfg(task).options(scheme)) for scheme in schemes}
     return [f"`{scheme}`: {text}" for scheme, text in described.items() if text]
-
-
-VARIANT_STYLES = {"PI": "--", "NTK": ":"}  # an evaluation-time variant (pelab.analysis.variants), by its label
-
-
-def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, float]]:
-    """Each scheme's colour, a variant (``<scheme>+PI``) in its scheme's."""
-    colours = scheme_palette()
-    return {**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}}
-
-
-def line_style(name: str) -> str:
-    return VARIANT_STYLES.get(name.rpartition("+")[2], "-") if "+" in name else "-"

@@ -13,7 +13,7 @@ from pelab.positional import Usage, is_control
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import band, save, scheme_palette
+from pelab.report.style import draw_by_length, save, scheme_palette
 from pelab.report.tables import comparison_table, cost_table, difference_matrix, markdown_table
 from pelab.stats import summarize
 
@@ -71,7 +71,12 @@ def section(ctx: ReportContext) -> list[str]:
         return []
     records, schemes, copy = ctx.records, ctx.schemes, ctx.copy
     draw_accuracy_by_scheme(records, schemes, ctx.figure(ACCURACY))
-    draw_accuracy_by_length(records, schemes, ctx.figure(BY_LENGTH))
+    rows = records[(records["task"] == "copy") & (records["length"] != "all") & records["split"].isin(SPLIT_TITLES)]
+    rows = rows.assign(length=rows["length"].astype(int))
+    draw_by_length({title: rows[rows["metric"] == metric] for metric, title in METRIC_TITLES.items()}, schemes,
+                   dict.fromkeys(METRIC_TITLES.values(), copy.data.max_len), ctx.figure(BY_LENGTH),
+                   xlabel="digits before <copy>", ylabel="accuracy", title="Copy task by length (line = mean over "
+                   "seeds, band = min–max; grey = training lengths)")
     table, _ = comparison_table(records, "copy", schemes, COPY_COLUMNS, reference=ctx.params.reference)
     devices = {s: ctx.run_meta("copy", s, ctx.seed)["cost"]["device"] for s in schemes}
     return render(
@@ -107,30 +112,5 @@ def draw_accuracy_by_scheme(records: pd.DataFrame, schemes: list[str], path: Pat
             if col == 0:
                 ax.set_ylabel("accuracy")
     fig.suptitle("Copy task: dots = seeds, diamond = mean with 95% t-interval", fontsize=11)
-    fig.tight_layout()
-    return save(fig, path)
-
-
-def draw_accuracy_by_length(records: pd.DataFrame, schemes: list[str], path: Path) -> Path:
-    """Mean exact match and token accuracy per input length, training lengths and beyond."""
-    palette = scheme_palette()
-    rows = records[(records["task"] == "copy") & (records["length"] != "all") & records["split"].isin(SPLIT_TITLES)]
-    rows = rows.assign(length=rows["length"].astype(int))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, metric in zip(axes, METRIC_TITLES):
-        for scheme in schemes:
-            sel = rows[(rows["pe"] == scheme) & (rows["metric"] == metric)]
-            curve = sel.groupby("length")["value"].agg(["mean", "std"]).reset_index()
-            sd = curve["std"].fillna(0)
-            band(ax, curve["length"], {"mean": curve["mean"], "min": curve["mean"] - sd, "max": curve["mean"] + sd},
-                 palette[scheme], scheme, alpha=0.12, edge=True, marker="o", ms=3)
-        train_max = rows[rows["split"] == "test"]["length"].max()
-        ax.axvline(train_max + 0.5, color="grey", ls="--", lw=1)
-        ax.text(train_max + 0.6, 0.5, "longer than\ntraining →", fontsize=8, color="grey")
-        ax.set_xlabel("digits before <copy>")
-        ax.set_title(METRIC_TITLES[metric], fontsize=10)
-        ax.set_ylim(-0.03, 1.03)
-    axes[0].set_ylabel("accuracy (mean over seeds ± sd)")
-    axes[1].legend(fontsize=8, loc="upper right", ncol=2)
     fig.tight_layout()
     return save(fig, path)

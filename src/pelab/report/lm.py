@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from pelab.analysis.paired import seed_summary
-from pelab.positional import Usage, draws_positions
 from pelab.analysis.variants import variant_bases, with_variants
-from pelab.report.common import line_style, palette_with_variants, scheme_choices
+from pelab.positional import Usage, draws_positions
+from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
-from pelab.report.style import band, save, seed_band
+from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table
 
 TASK = "lm"
@@ -35,36 +35,6 @@ def by_length(records: pd.DataFrame, split: str, metric: str) -> pd.DataFrame:
     rows = records[(records["task"] == TASK) & (records["split"] == split) & (records["metric"] == metric)
                    & (records["length"] != "all")]
     return rows.assign(length=rows["length"].astype(int))
-
-
-def draw_perplexity(records: pd.DataFrame, schemes: list[str], context: int, path: Path) -> Path:
-    """Perplexity against evaluation length, one panel per protocol: mean over seeds (line), min–max (band), log
-    scales, the training length L dashed."""
-    colours = palette_with_variants(schemes)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for ax, (protocol, title) in zip(axes, (("window", "non-overlapping windows"),
-                                            ("sliding", "sliding window"))):
-        rows = by_length(records, protocol, "ppl")
-        for scheme in schemes:
-            sel = rows[rows["pe"] == scheme]
-            if sel.empty:
-                continue
-            stats = seed_band(sel, "length")
-            band(ax, stats["length"], stats, colours[scheme], scheme, marker="o", ms=3, lw=1.6, ls=line_style(scheme))
-        ax.axvline(context, color="0.4", ls="--", lw=1)
-        ax.text(context, 1.01, " L (training)", transform=ax.get_xaxis_transform(), fontsize=8, color="0.35")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("evaluation length T (tokens)")
-    axes[0].set_ylabel("test perplexity")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 1.05))
-    fig.suptitle("LM: perplexity against evaluation length (line = mean over seeds, band = min–max)",
-                 fontsize=10, y=1.11)
-    fig.tight_layout()
-    return save(fig, path)
 
 
 def draw_nll_by_position(records: pd.DataFrame, schemes: list[str], context: int, path: Path) -> Path:
@@ -161,7 +131,11 @@ def section(ctx: ReportContext) -> list[str]:
     context = cfg.data.context
     lengths = [k * context for k in cfg.eval.multiples]
     far = 4 * context if 4 * context in lengths else lengths[-1]
-    draw_perplexity(records, schemes + variants, context, ctx.figure(PPL_FIGURE))
+    draw_by_length({title: by_length(records, protocol, "ppl") for protocol, title in (
+        ("window", "non-overlapping windows"), ("sliding", "sliding window"))}, schemes + variants,
+        dict.fromkeys(("non-overlapping windows", "sliding window"), context), ctx.figure(PPL_FIGURE), log=True,
+        xlabel="evaluation length T (tokens)", ylabel="test perplexity", title="LM: perplexity against evaluation "
+        "length (line = mean over seeds, band = min–max; dashed = training length L)")
     draw_nll_by_position(records, schemes + variants, context, ctx.figure(POSITION_FIGURE))
     draw_passkey(records, schemes + variants, ctx.figure(PASSKEY_FIGURE))
     reference = ctx.params.reference

@@ -29,6 +29,18 @@ def scheme_palette() -> dict[str, tuple[float, float, float]]:
     return dict(zip(names, colours))
 
 
+def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, float]]:
+    """Each scheme's colour, an evaluation-time variant (``<scheme>+PI``, ``pelab.analysis.variants``) in its
+    scheme's."""
+    colours = scheme_palette()
+    return {**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}}
+
+
+def line_style(name: str) -> str:
+    """Solid for a scheme, dashed for its PI variant and dotted for its NTK variant."""
+    return {"PI": "--", "NTK": ":"}.get(name.rpartition("+")[2], "-") if "+" in name else "-"
+
+
 def setup() -> None:
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
 
@@ -124,4 +136,42 @@ def draw_curves(curves: pd.DataFrame, schemes: list[str], panels: list[tuple[str
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    return save(fig, path)
+
+
+def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained: dict[str, float], path: Path, *,
+                   xlabel: str, ylabel: str, title: str, chance: dict[str, float] | None = None,
+                   log: bool = False) -> Path:
+    """A panel per entry of ``panels`` ({panel title: rows with columns pe, seed, length, value}), two to a row: per
+    scheme the mean over seeds (line; an evaluation-time variant dashed or dotted in its scheme's colour) over the
+    seeds' min–max (band); the lengths up to ``trained[panel]`` shaded (on log axes the training length dashed),
+    ``chance[panel]`` dotted where given; ``title`` and one legend above, every scheme once."""
+    colours = palette_with_variants(schemes)
+    cols, named = min(2, len(panels)), [s for s in schemes if any((rows["pe"] == s).any() for rows in panels.values())]
+    n_rows, top = -(-len(panels) // cols), 0.25 * (1 + -(-len(named) // 7)) + 0.15  # inches: title and legend
+    fig, axes = plt.subplots(n_rows, cols, figsize=(6.2 * cols, 3.3 * n_rows + top), squeeze=False, sharey=True)
+    for ax, (name, rows) in zip(axes.flat, panels.items()):
+        if log:
+            ax.axvline(trained[name], color="0.4", ls="--", lw=1)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+        else:
+            ax.axvspan(0.5, trained[name] + 0.5, color="0.9", zorder=0)
+            ax.set_xlim(0.5, rows["length"].max() + 0.5)
+            ax.set_ylim(-0.03, 1.03)
+        for scheme in named:
+            stats = seed_band(rows[rows["pe"] == scheme], "length")
+            band(ax, stats["length"], stats, colours[scheme], scheme, marker="o", ms=3, lw=1.6, ls=line_style(scheme))
+        if chance and name in chance:
+            ax.axhline(chance[name], color="0.4", ls=":", lw=1)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel(xlabel)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=min(len(handles), 7), fontsize=9,
+               frameon=False, bbox_to_anchor=(0.5, 1.0), title=title, title_fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 1 - top / fig.get_figheight()))
     return save(fig, path)
