@@ -18,35 +18,27 @@ from pelab.stats import format_mean_sd, summarize
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
 
-def length_tasks(ctx: ReportContext) -> list[str]:
-    return [t for t in ctx.params.length_tasks if ctx.has_task(t)]
-
-
-def chance_level(ctx: ReportContext, task: str) -> float:
-    """Chance per answer symbol, as the task's evaluation recorded it."""
-    return ctx.fact(task, "chance")
-
-
-def reading(ctx: ReportContext, task: str) -> str:
-    """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at chance."""
+def reading(ctx: ReportContext, task: str, chance: float) -> str:
+    """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at ``chance`` (per
+    answer symbol)."""
     schemes, records = list(ctx.params.length_schemes), ctx.records
     beyond = {s: seed_summary(records, task, s, "beyond", "token_accuracy")["mean"] for s in schemes}
     inside = {s: seed_summary(records, task, s, "in", "exact_match")["mean"] for s in schemes}
-    chance, best = chance_level(ctx, task), max(beyond, key=beyond.get)
+    best = max(beyond, key=beyond.get)
     return fill("length_reading.md", task=task, n=len(schemes), fit=[s for s in schemes if inside[s] >= 0.9],
                 best=best, best_accuracy=beyond[best], chance=chance,
                 near_chance=[s for s in schemes if beyond[s] <= chance + 0.05])
 
 
 def section(ctx: ReportContext) -> list[str]:
-    tasks = length_tasks(ctx)
+    tasks = [t for t in ctx.params.length_tasks if ctx.has_task(t)]
     if not tasks:
         return []
     records, variants = with_variants(ctx.records[ctx.records["task"].isin(tasks)])
     schemes = list(ctx.params.length_schemes)
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
-    chance = {t: chance_level(ctx, t) for t in tasks}
+    chance = {t: ctx.fact(t, "chance") for t in tasks}  # per answer symbol, as evaluation recorded it
     by_length = records[(records["split"] == "test") & (records["length"] != "all")]
     by_length = by_length.assign(length=by_length["length"].astype(int))
     for metric, figure, label in (("token_accuracy", TOKEN_FIGURE, "token accuracy of the answer"),
@@ -83,6 +75,6 @@ def section(ctx: ReportContext) -> list[str]:
         "length.md", data=cfg.data, model=cfg.model, train=cfg.train, notes=notes, n_seeds=len(ctx.seeds),
         token_table=markdown_table(header, [row(name, "token_accuracy", True) for name in schemes + variants]),
         exact_table=markdown_table(header, [row(name, "exact_match", False) for name in schemes + variants]),
-        readings=[reading(ctx, t) for t in tasks], n_tasks=len(tasks), image=ctx.image, token_figure=TOKEN_FIGURE,
-        exact_figure=EXACT_FIGURE, rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"],
-                                                             rank_rows))
+        readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
+        token_figure=TOKEN_FIGURE, exact_figure=EXACT_FIGURE,
+        rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows))
