@@ -741,16 +741,20 @@ def test_eval_splits_scores_only_the_listed_test_sets(multi30k_dir, repo_root, t
 
 def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_seeds_that_agree(tmp_path):
     """The aggregate stage's records of sacreBLEU's paired bootstrap against the reference (``bootstrap_records``)
-    are its numbers, one pair per (scheme, seed); the report's table reads them and counts the seeds with p < 0.05."""
+    are its numbers, one pair per (scheme, seed), on the references of the beamed sentences; the report's table reads
+    them and counts the seeds with p < 0.05 either way."""
     from pelab.aggregate import bootstrap_records
     from pelab.analysis.bootstrap import paired_bootstrap
     from pelab.report.translation import _paired_bootstrap
 
     refs = [f"the cat number {i} sat on the red mat today" for i in range(40)]
-    beams = {"sinusoidal": refs[:20] + ["the cat sat"] * 20, "rope": refs, "none": ["a dog"] * 40}
+    n = 36  # beams for the first 36 sentences only (translation.eval.beam_sentences): references cut to them
+    half = refs[:18] + ["the cat sat"] * 18
+    beams = {0: {"sinusoidal": half, "rope": refs[:n], "none": ["a dog"] * n},  # rope better, none worse
+             1: {"sinusoidal": half, "rope": refs[:6] + ["the cat sat"] * 30, "none": ["a dog"] * n}}  # both worse
     split = "test_2016_flickr"
-    for seed in (0, 1):
-        for scheme, lines in beams.items():
+    for seed, outputs in beams.items():
+        for scheme, lines in outputs.items():
             out = io.run_dir(tmp_path, "translation", scheme, seed)
             (out / "hyps").mkdir(parents=True)
             (out / "refs").mkdir()
@@ -759,16 +763,22 @@ def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_see
             io.write_json(out / "eval_meta.json", {"eval_splits": [split, "test_2017_flickr"]})
     schemes = ["sinusoidal", "rope", "none"]
     records = pd.DataFrame(bootstrap_records(schemes, [0, 1], "sinusoidal", tmp_path))
-    expected = paired_bootstrap(beams["sinusoidal"], {s: beams[s] for s in ("rope", "none")}, refs)
     assert len(records) == 8 and set(records["split"]) == {split} and set(records["pe"]) == {"rope", "none"}
-    for scheme, result in expected.items():
-        mine = records[records["pe"] == scheme].set_index(["seed", "metric"])["value"]
-        assert mine[(1, "bootstrap_delta_bleu")] == result["bleu"] - result["baseline_bleu"]
-        assert mine[(0, "bootstrap_p")] == result["p"] < 0.05
-    assert expected["rope"]["bleu"] > expected["rope"]["baseline_bleu"] > expected["none"]["bleu"]
+    for seed, outputs in beams.items():
+        expected = paired_bootstrap(outputs["sinusoidal"], {s: outputs[s] for s in ("rope", "none")}, refs[:n])
+        for scheme, result in expected.items():
+            mine = records[(records["pe"] == scheme) & (records["seed"] == seed)].set_index("metric")["value"]
+            assert mine["bootstrap_delta_bleu"] == result["bleu"] - result["baseline_bleu"]
+            assert mine["bootstrap_p"] == result["p"]
+            assert result["p"] < 0.05
+    deltas = records[records["metric"] == "bootstrap_delta_bleu"].set_index(["pe", "seed"])["value"]
+    assert deltas["rope", 0] > 0 > deltas["rope", 1] and deltas["none", 0] < 0 and deltas["none", 1] < 0
     table = _paired_bootstrap(records, schemes, [0, 1], split, "sinusoidal")
-    assert "| `rope` | +" in table and table.count("| 2 / 0 |") == 1 and table.count("| 0 / 2 |") == 1
-    assert _paired_bootstrap(records, ["rope", "none"], [0, 1], split, "sinusoidal") == ""
+    assert "| `rope` | +" in table and table.count("| 1 / 1 |") == 1 and table.count("| 0 / 2 |") == 1
+    assert _paired_bootstrap(records, ["rope", "none"], [0, 1], split, "sinusoidal") == ""  # no reference
+    assert _paired_bootstrap(records, schemes, [0, 1, 2], split, "sinusoidal") == ""  # a seed without records
     assert bootstrap_records(["rope", "none"], [0, 1], "sinusoidal", tmp_path) == []  # no reference among them
-    (io.run_dir(tmp_path, "translation", "none", 1) / "hyps" / f"{split}.beam.en").unlink()
-    assert bootstrap_records(schemes, [0, 1], "sinusoidal", tmp_path) == []  # a run saved no beams
+    (io.run_dir(tmp_path, "translation", "sinusoidal", 1) / "eval_meta.json").unlink()
+    assert bootstrap_records(schemes, [0, 1], "sinusoidal", tmp_path) == []  # a run without its settings
+    (io.run_dir(tmp_path, "translation", "none", 0) / "hyps" / f"{split}.beam.en").unlink()
+    assert bootstrap_records(schemes, [0], "sinusoidal", tmp_path) == []  # a run saved no beams

@@ -1,7 +1,8 @@
 """Gather the records of this study's runs — training cost and curves (written by training), evaluation
-metrics (written by evaluation) — into one tidy table, the metrics files ``dvc metrics`` reads
-(reports/metrics/<task>/<scheme>.json, a handful of numbers each), a summary with every headline statistic
-(reports/summary.json), and the curve files ``dvc plots`` reads.
+metrics (written by evaluation), and sacreBLEU's paired bootstrap of each translation run against the reference
+scheme's run of its seed (from the translations evaluation wrote) — into one tidy table, the metrics files
+``dvc metrics`` reads (reports/metrics/<task>/<scheme>.json, a handful of numbers each), a summary with every
+headline statistic (reports/summary.json), and the curve files ``dvc plots`` reads.
 
 Only the (task, scheme, seed) runs of params are read, so runs of other schemes or seeds that are still on
 disk from earlier experiments never leak into a report.
@@ -59,14 +60,17 @@ def bootstrap_records(schemes: Sequence[str], seeds: Sequence[int], reference: s
     """sacreBLEU's paired bootstrap (``pelab.analysis.bootstrap``) of each translation scheme's beam translations
     against the reference scheme's, once per seed, on the first evaluated split, from the files its evaluation wrote
     (``pelab.tasks.translation.evaluate``): records ``bootstrap_delta_bleu`` (its BLEU minus the reference's) and
-    ``bootstrap_p``. None where the reference is not among the schemes or a run saved no beams."""
+    ``bootstrap_p``. [] where the reference is not among the schemes or a run saved no beams or settings."""
     others = [s for s in schemes if s != reference]
     if reference not in schemes or not others:
         return []
     rows = []
     for seed in seeds:
         base = io.run_dir(results_root, "translation", reference, seed)
-        split = io.read_json(base / "eval_meta.json")["eval_splits"][0]
+        meta = io.read_json(base / "eval_meta.json") if (base / "eval_meta.json").exists() else {}
+        if not meta.get("eval_splits"):
+            return []
+        split = meta["eval_splits"][0]
         paths = {s: io.run_dir(results_root, "translation", s, seed) / "hyps" / f"{split}.beam.en" for s in schemes}
         if not all(path.exists() for path in paths.values()):
             return []

@@ -83,7 +83,6 @@ def rank_correlation(scores: dict[str, float], rises: dict[str, float]) -> float
     return float(spearmanr([scores[s] for s in scores], [rises[s] for s in scores]).statistic)
 
 
-
 class Reading(NamedTuple):
     """What the reading of one task's changes says: per scheme its mean score beyond training ({} without a score)
     and the rise of its normalised attention entropy from the training length to the longest row; the schemes whose

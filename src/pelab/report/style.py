@@ -144,8 +144,9 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
                    log: bool = False) -> Path:
     """A panel per entry of ``panels`` ({panel title: rows with columns pe, seed, length, value}), two to a row: per
     scheme the mean over seeds (line; an evaluation-time variant dashed or dotted in its scheme's colour) over the
-    seeds' min–max (band); the lengths up to ``trained[panel]`` shaded (on log axes the training length dashed),
-    ``chance[panel]`` dotted where given; ``title`` and one legend above, every scheme once."""
+    seeds' min–max (band); the lengths up to ``trained[panel]`` shaded and the y axis 0–1 (accuracies; on log axes,
+    for perplexities, the training length dashed), ``chance[panel]`` dotted where given; ``title`` and one legend
+    above, every scheme once."""
     colours = palette_with_variants(schemes)
     cols, named = min(2, len(panels)), [s for s in schemes if any((rows["pe"] == s).any() for rows in panels.values())]
     n_rows, top = -(-len(panels) // cols), 0.25 * (1 + -(-len(named) // 7)) + 0.15  # inches: title and legend

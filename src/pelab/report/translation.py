@@ -55,8 +55,9 @@ def _reading(records: pd.DataFrame, schemes: list[str], split: str, best: str, r
 
 def _paired_bootstrap(records: pd.DataFrame, schemes: list[str], seeds: list[int], split: str, reference: str) -> str:
     """sacreBLEU's paired bootstrap of every scheme against the reference, once per seed, as the aggregate stage
-    recorded it (``Task.paired_records``): the table, or "" where there is none."""
-    if reference not in schemes or not (records["metric"] == "bootstrap_p").any():
+    recorded it (``pelab.aggregate.bootstrap_records``): the table, or "" where a scheme or seed has none."""
+    found = records[(records["task"] == TASK) & (records["split"] == split) & (records["metric"] == "bootstrap_p")]
+    if reference not in schemes or len(found) != (len(schemes) - 1) * len(seeds):
         return ""
     rows = []
     for scheme in (s for s in schemes if s != reference):
