@@ -160,6 +160,7 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
             ax.axvspan(0.5, trained[name] + 0.5, color="0.9", zorder=0)
             ax.set_xlim(0.5, rows["length"].max() + 0.5)
             ax.set_ylim(-0.03, 1.03)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # lengths are whole tokens
         for scheme in named:
             stats = seed_band(rows[rows["pe"] == scheme], "length")
             band(ax, stats["length"], stats, colours[scheme], scheme, marker="o", ms=3, lw=1.6, ls=line_style(scheme))
