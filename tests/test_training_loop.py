@@ -469,3 +469,84 @@ def test_preparing_a_cuda_device_makes_an_indexed_one_current_and_leaves_plain_c
     device_module.prepare_device(torch.device("cuda:1"))
     device_module.prepare_device(torch.device("cpu"))
     assert chosen == [1]
+
+
+# ------------------------------------------------------------------------------------- the scored step
+SCRIPTED_VAL = {0: {5: 3.0, 10: 2.0, 15: 2.5, 20: 2.9}, 1: {5: 3.0, 10: 2.6, 15: 2.2, 20: 2.4}}  # seed -> step -> loss
+
+
+@pytest.mark.parametrize("stack", [False, True])
+def test_each_seed_is_scored_at_its_step_of_lowest_validation_loss(tmp_path, monkeypatch, stack):
+    """Validation loss rises after step k (10 for seed 0, 15 for seed 1): the weights written, which evaluation
+    scores, are step k's, each stacked seed its own; the record has the best step and both validation losses."""
+    params = _params(tmp_path, "copy", steps=20, log_every=5)
+    task = get_task("copy")
+    seen: dict[tuple[int, int], dict[str, torch.Tensor]] = {}  # (seed, step) -> weights
+
+    def scripted_validation(self, cfg, data, device):
+        calls = []
+
+        def validate(model):
+            seed = len(calls) % 2 if stack else len(calls) // 4  # stacked: both seeds per step; else one after other
+            step = 5 * (len(calls) // 2 + 1) if stack else 5 * (len(calls) % 4 + 1)
+            calls.append(step)
+            seen[seed, step] = {k: v.clone() for k, v in model.state_dict().items()}
+            return {"val_loss": SCRIPTED_VAL[seed][step]}
+        return validate
+
+    monkeypatch.setattr(type(task), "validation", scripted_validation)
+    outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1)]
+    train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", outs, device="cpu", stack=stack)
+    for seed, best_step, last in ((0, 10, 2.9), (1, 15, 2.4)):
+        weights = torch.load(outs[seed] / "model.pt", weights_only=True)
+        for name, value in seen[seed, best_step].items():
+            torch.testing.assert_close(weights[name], value, rtol=0, atol=0)
+        assert any((weights[n] != seen[seed, 20][n]).any() for n in weights)  # not the last step's
+        rows = {(r["split"], r["metric"]): r["value"] for r in io.read_jsonl(outs[seed] / "train_records.jsonl")}
+        assert rows["train", "best_step"] == best_step and rows["train", "steps"] == 20
+        assert rows["val", "loss"] == SCRIPTED_VAL[seed][best_step] and rows["val", "loss_last"] == last
+        cost = io.read_json(outs[seed] / "run.json")["cost"]
+        assert (cost["best_step"], cost["best_val_loss"], cost["final_val_loss"]) == (best_step, rows["val", "loss"],
+                                                                                      last)
+
+
+def test_a_resumed_training_keeps_the_best_weights_found_before_the_kill(tmp_path):
+    params = _params(tmp_path, "copy", steps=20, log_every=5)
+    task, cfg = get_task("copy"), params.task("copy")
+    data = task.load_data(tmp_path / "data")
+    build = [task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))]
+    curve = {5: 3.0, 10: 2.0, 15: 2.5, 20: 2.9}
+
+    def fit(models, state_file=None, kill_at=None):
+        def row_seen(row):
+            if kill_at is not None and row["step"] == kill_at:
+                raise KeyboardInterrupt
+        return train(models, [task.batches(cfg, data, 0)], copy_loss, cfg.train, torch.device("cpu"),
+                     on_log=lambda step, m: {"val_loss": curve[step]}, on_rows=[row_seen],
+                     state_file=state_file, state_key={"run": "test"}, save_every_s=0.0)
+
+    torch.manual_seed(0)
+    whole_models = copy.deepcopy(build)
+    whole = fit(whole_models)
+    state = tmp_path / "state.pt"
+    with pytest.raises(KeyboardInterrupt):
+        fit(copy.deepcopy(build), state_file=state, kill_at=20)  # killed after step 15's save: best (10) is saved
+    assert torch.load(state, weights_only=False)["best"][0][:2] == (10, 2.0)
+    models = copy.deepcopy(build)
+    resumed = fit(models, state_file=state)
+    assert (resumed[0].best_step, resumed[0].best_val_loss, resumed[0].final_val_loss) == (10, 2.0, 2.9)
+    assert (whole[0].best_step, whole[0].best_val_loss) == (10, 2.0)
+    for (name, a), b in zip(whole_models[0].state_dict().items(), models[0].state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_without_a_validation_loss_the_last_step_is_kept():
+    model = torch.nn.Linear(2, 1)
+    batches = [lambda step: (torch.ones(4, 2), torch.zeros(4, 1))]
+
+    def loss(m, batch):
+        return ((m(batch[0]) - batch[1]) ** 2).mean(), 4
+
+    cfg = TrainConfig(steps=6, batch_size=4, lr=0.1, warmup_steps=1, log_every=3)
+    result = train([model], batches, loss, cfg, torch.device("cpu"))[0]
+    assert (result.best_step, result.best_val_loss, result.final_val_loss) == (6, None, None)

@@ -16,7 +16,7 @@ from pelab import io
 from pelab.compose import compose_params
 from pelab.io import run_dir
 from pelab.params import parse_params
-from pelab.runner.tune import choose, final_val_loss, kept_folder, sweep, tune_runs
+from pelab.runner.tune import best_val_loss, choose, kept_folder, sweep, tune_runs
 from pelab.tasks import get_task
 from pelab.tasks.copy.data import CopyData
 from pelab.tuned_ranking import ranks, tuning_table
@@ -67,40 +67,43 @@ def _rows(tensor: torch.Tensor) -> list[tuple[int, ...]]:
     return sorted(map(tuple, tensor.tolist()))
 
 
-def test_copy_tunes_on_held_out_training_rows_and_has_no_test_split(tmp_path):
+def test_copy_holds_its_validation_split_out_of_the_training_sequences(tmp_path):
+    from pelab.tasks.copy import data as copy_data
+
     params = smoke_params(tmp_path)
     task, cfg = get_task("copy"), params.task("copy")
     task.prepare(cfg, tmp_path / "data")
-    data = task.load_data(tmp_path / "data")
-    view = task.tuning_data(cfg, data)
-    assert set(view.splits) == {"train", "val"}
-    train, val = view["train"], view["val"]
-    assert _rows(torch.cat([train.inputs, val.inputs])) == _rows(data["train"].inputs)  # a partition of train
-    assert len(val) == sum(int(n * 0.05) for n in data["train"].lengths.unique(return_counts=True)[1].tolist())
-    validate = task.validation(cfg, view, torch.device("cpu"))
-    model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(view))
+    prepared, data = copy_data.load(tmp_path / "data"), task.load_data(tmp_path / "data")
+    assert set(data.splits) == {"train", "val", "test", "test_long"} and task.tuning_data(cfg, data) is data
+    train, val = data["train"], data["val"]
+    assert _rows(torch.cat([train.inputs, val.inputs])) == _rows(prepared["train"].inputs)  # a partition of train
+    assert len(val) == sum(int(n * 0.05) for n in prepared["train"].lengths.unique(return_counts=True)[1].tolist())
+    assert not set(map(tuple, val.inputs.tolist())) & set(map(tuple, data["test"].inputs.tolist()))
+    validate = task.validation(cfg, data, torch.device("cpu"))
+    model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))
     assert set(validate(model)) == {"val_loss"}
 
 
 @pytest.mark.parametrize("name", ["reverse", "addition_causal"])
-def test_a_length_task_tunes_on_held_out_training_rows_and_has_no_test_split(tmp_path, name):
+def test_a_length_task_holds_its_validation_split_out_of_the_training_sequences(tmp_path, name):
+    from pelab.tasks.length import data as length_data
+
     params = smoke_params(tmp_path, length_tasks=[name], length_schemes=["rope"])
     task, cfg = get_task(name), params.task(name)
     task.prepare(cfg, tmp_path / "data")
-    data = task.load_data(tmp_path / "data")
-    view = task.tuning_data(cfg, data)
-    assert set(view.splits) == {"train", "val"} and view.splits["val"]
-    for n, sources in data.splits["train"].items():
-        kept, held = view.splits["train"][n], view.splits["val"].get(n, sources[:0])
+    prepared, data = length_data.load(tmp_path / "data"), task.load_data(tmp_path / "data")
+    assert set(data.splits) == {"train", "val", "test"} and data.splits["val"] and task.tuning_data(cfg, data) is data
+    for n, sources in prepared.splits["train"].items():
+        kept, held = data.splits["train"][n], data.splits["val"].get(n, sources[:0])
         assert _rows(torch.cat([kept, held])) == _rows(sources) and len(kept) >= 1
         assert len(held) == (min(16, max(1, len(sources) // 5)) if len(sources) >= 2 else 0)
-    validate = task.validation(cfg, view, torch.device("cpu"))
-    model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(view))
+    validate = task.validation(cfg, data, torch.device("cpu"))
+    model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))
     assert set(validate(model)) == {"val_loss"}
 
 
-def test_translation_and_the_lm_tune_on_their_validation_split():
-    for name in ("translation", "lm"):
+def test_every_task_tunes_on_its_validation_split():
+    for name in ("copy", "reverse", "translation", "lm"):
         task = get_task(name)
         assert task.tunes_on_validation_split
         data = object()
@@ -185,7 +188,8 @@ def test_the_sweep_chooses_on_validation_loss_reading_no_test_data_and_runs_once
 
     def no_test_data(self, data_dir):
         data = real_load(self, data_dir)
-        return CopyData({"train": data["train"], "test": Untouchable(), "test_long": Untouchable()}, data.meta)
+        return CopyData({"train": data["train"], "val": data["val"], "test": Untouchable(), "test_long": Untouchable()},
+                        data.meta)
 
     monkeypatch.setattr(type(task), "load_data", no_test_data)
     real_train, trained = runner_train.train, []
@@ -198,8 +202,9 @@ def test_the_sweep_chooses_on_validation_loss_reading_no_test_data_and_runs_once
     kept, out = tmp_path / ".kept" / "copy" / "rope", tmp_path / "sweep"
     choice = sweep(params, "copy", "rope", tmp_path / "data", out, kept)
     assert trained == [1, 1, 1]
-    losses = {s: final_val_loss(out / f"x{s:g}" / "seed_1") for s in (0.5, 1.0, 4.0)}
-    logged = {s: float(io.read_csv(out / f"x{s:g}" / "seed_1" / "history.csv")[-1]["val_loss"]) for s in losses}
+    losses = {s: best_val_loss(out / f"x{s:g}" / "seed_1") for s in (0.5, 1.0, 4.0)}
+    logged = {s: min(float(row["val_loss"]) for row in io.read_csv(out / f"x{s:g}" / "seed_1" / "history.csv"))
+              for s in losses}  # the lowest over the logged steps, not the last
     assert losses == pytest.approx(logged)
     assert choice["chosen_scale"] == min(losses, key=losses.get)
     assert choice["val_loss"] == {f"x{s:g}": v for s, v in losses.items()}
@@ -227,7 +232,9 @@ def test_a_chosen_shared_rate_restores_the_shared_runs_and_another_trains_every_
         return real_train(models, *args, **kwargs)
 
     monkeypatch.setattr(runner_train, "train", recording)
-    for forced, expected in ((1.0, [1, 1, 1]), (2.0, [2])):  # the sweep once (kept after), then the seeds at 2x
+    # copy tunes on its validation split, so a sweep run is an ordinary run: the sweep trains x0.5 and x2 (x1 is the
+    # shared run of seed 0), and at 2x only seed 1 trains (seed 0's run at 2x is the sweep's)
+    for forced, expected in ((1.0, [1, 1]), (2.0, [1])):
         monkeypatch.setattr(tune, "choose", lambda losses, s=forced: s)
         outs = [run_dir(tmp_path / f"tuned_{forced:g}", "copy", "rope", seed) for seed in (0, 1)]
         tune_runs(params, "copy", "rope", tmp_path / "data", tmp_path / f"sweep_{forced:g}", outs, kept=kept)

@@ -161,7 +161,7 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
         curves.to_csv(tmp / "curves_per_seed.csv", index=False)
         for task, group in curve_means(curves, "loss").groupby("task", sort=False):
             group.drop(columns="task").to_csv(tmp / f"{task}_train_loss.csv", index=False)
-        for held_out in HELD_OUT_LOSSES:  # a validation split (translation) or test sequences (copy, length)
+        for held_out in HELD_OUT_LOSSES:  # every task's validation split
             if held_out in curves:
                 logged = curves.dropna(subset=[held_out])
                 for task, group in curve_means(logged, held_out).groupby("task", sort=False):

@@ -2,10 +2,11 @@
 
 ``runs/<task>/<scheme>/seed_<k>/``::
 
-    model.pt                 weights (CPU state dict)
+    model.pt                 weights (CPU state dict) at the logged step of lowest validation loss
     run.json                 task, scheme, seed, profile, the model section, the scheme's options, data info
-    history.csv              per logged step: step, loss, lr and the task's held-out loss (val_loss or test_loss)
-    train_records.jsonl      tidy rows of the run's cost (split "train") and final validation loss
+    history.csv              per logged step: step, loss, lr and the validation loss (val_loss)
+    train_records.jsonl      tidy rows of the run's cost and best step (split "train"), the validation
+                             loss at the best step and the last (split "val": loss, loss_last)
     position_snapshots.pt    (optional) the positional parameters at evenly spaced steps
 """
 

@@ -19,10 +19,12 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.kept_runs import KeptRuns, fingerprint
 from pelab.runner.live import live_logger
 from pelab.tasks import get_task
-from pelab.tasks.base import HELD_OUT_LOSSES
 from pelab.training.accounting import run_cost
 from pelab.training.loop import TrainResult, train
 from pelab.training.seeding import seeded
+
+# every run's weights are those of its logged step of lowest validation loss (training.loop.BestWeights)
+SELECTED_ON = "val_loss"
 
 # wall_time_s, tokens_per_s and peak_memory_mb are the training process's: all ``seeds_together`` seeds' when
 # they trained stacked (the time of one run alone is not measured then)
@@ -99,7 +101,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     store = KeptRuns(kept) if kept is not None else None
     # what a run is trained from: a kept run or a saved state is reused only if this still matches
     identity = {"task": task_name, "scheme": scheme, "model": to_dict(cfg.model), "train": to_dict(cfg.train),
-                "options": to_dict(options), "info": info, "precision": precision(dev)}
+                "options": to_dict(options), "info": info, "precision": precision(dev), "selected_on": SELECTED_ON}
     if data is not whole:  # trained on part of the training split: never restored as an ordinary run
         identity["tuning"] = True
     if store is not None:
@@ -134,6 +136,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                 what=[f"task {task_name}, scheme {scheme}, seed {seed}" for seed in group_seeds],
                 state_file=None if store is None else store.state_file,
                 state_key={**identity, "seeds": group_seeds}, save_every_s=save_every_s, graphs=task.graph_steps,
+                select_on=SELECTED_ON,
             )
         seconds = time.perf_counter() - start
         for k, model, result in zip(group, models, results):
@@ -149,13 +152,16 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
 def _write_run(params: Params, task, cfg, data, identity: dict, seed: int, stack: list[int],
                model: torch.nn.Module, result: TrainResult, out_dir: str | Path, dev: torch.device,
                seconds: float) -> None:
-    cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data), "seeds_together": len(stack)}
+    cost = {**run_cost(model, result, dev), **task.train_summary(cfg, data), "seeds_together": len(stack),
+            "best_step": result.best_step, "best_val_loss": result.best_val_loss,
+            "final_val_loss": result.final_val_loss}
     rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS
             + (("cuda_graphs",) if "cuda_graphs" in cost else ())]
-    for key in HELD_OUT_LOSSES:  # the task's held-out curve, at the last step
-        if key in result.history[-1]:
-            rows.append({"split": key.removesuffix("_loss"), "length": "all", "metric": "loss",
-                         "value": float(result.history[-1][key])})
+    rows.append({"split": "train", "length": "all", "metric": "best_step", "value": float(result.best_step)})
+    rows.append({"split": "train", "length": "all", "metric": "steps", "value": float(cfg.train.steps)})
+    if result.best_val_loss is not None:  # the validation loss of the weights scored, and at the last step
+        rows.append({"split": "val", "length": "all", "metric": "loss", "value": result.best_val_loss})
+        rows.append({"split": "val", "length": "all", "metric": "loss_last", "value": result.final_val_loss})
     ident = {"task": identity["task"], "pe": identity["scheme"], "seed": seed}
     with io.atomic_dir(out_dir) as tmp:
         torch.save(model.cpu().state_dict(), tmp / WEIGHTS)

@@ -4,7 +4,8 @@ which tune each scheme on its own.
 
 Seed ``tune.seed`` of a (task, scheme) trains at the task's ``train.lr`` times each of ``tune.scales`` on the task's
 tuning data (``Task.tuning_data``: training rows and a validation split, no test rows); the scale with the lowest
-final validation loss wins, a tie going to the scale nearest the shared rate; then every seed trains at the chosen
+best validation loss (over the logged steps: the loss of the weights the run keeps, ``training.loop.BestWeights``)
+wins, so a rate that reaches a lower loss and then overfits is not passed over for one that overfits less, a tie going to the scale nearest the shared rate; then every seed trains at the chosen
 rate on the whole training split, as the shared-rate runs do. Sweep runs and tuned runs are kept like any run
 (``runner.kept_runs``): a second sweep trains nothing, and a chosen scale of 1 restores the shared-rate runs that
 the train stage kept (so it trains nothing either). Where the task tunes on a validation split
@@ -33,8 +34,8 @@ def scale_name(scale: float) -> str:
     return f"x{scale:g}"
 
 
-def final_val_loss(run: str | Path) -> float:
-    """The validation loss a run logged at its last step (its ``train_records.jsonl``)."""
+def best_val_loss(run: str | Path) -> float:
+    """The lowest validation loss a run logged: that of the weights it kept (its ``train_records.jsonl``)."""
     found = [row["value"] for row in io.read_jsonl(Path(run) / "train_records.jsonl")
              if row["split"] == "val" and row["metric"] == "loss"]
     if not found:
@@ -87,7 +88,7 @@ def sweep(params: Params, task: str, scheme: str, data_dir: str | Path, sweep_di
             print(f"note: {task} {scheme} at {scale_name(scale)} the learning rate diverged: {err}")
             losses[scale] = math.inf
             continue
-        losses[scale] = final_val_loss(run)
+        losses[scale] = best_val_loss(run)
     chosen, lr = choose(losses), params.task(task).train.lr
     choice = {"task": task, "scheme": scheme, "seed": tune.seed, "shared_lr": lr,
               # a diverged run's loss as null (JSON has no infinity)

@@ -50,8 +50,9 @@ class TaskConfig:
         return self.positional.get(scheme) or scheme_options(scheme)
 
 
-# the held-out curves a task's ``validation`` may log, named for what they are computed on
-HELD_OUT_LOSSES = ("val_loss", "test_loss")
+# the held-out curve every task's ``validation`` logs: the loss on a validation split, held out from training and
+# from every test set; each run keeps its weights at the lowest (``training.loop.BestWeights``)
+HELD_OUT_LOSSES = ("val_loss",)
 
 
 class Task(ABC):
@@ -172,8 +173,8 @@ class Task(ABC):
         """The training loss."""
 
     def validation(self, cfg: TaskConfig, data: Any, device: torch.device) -> Callable[[nn.Module], dict] | None:
-        """Called at every log step: entries added to the training history, one of ``HELD_OUT_LOSSES``: ``val_loss``
-        on a validation split or ``test_loss`` on test sequences (tasks without a validation split)."""
+        """Called at every log step: entries added to the training history, ``val_loss`` on the task's validation
+        split among them (never test data: each run's weights are chosen on it)."""
         return None
 
     def tuning_data(self, cfg: TaskConfig, data: Any) -> Any:

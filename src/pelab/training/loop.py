@@ -1,6 +1,7 @@
 """The one training loop, for S >= 1 seeds of a (task, scheme): AdamW, linear warmup then cosine decay,
-gradient clipping, mixed precision on CUDA (``pelab.device``), a tqdm bar, a per-step loss history, and a
-saved state that a killed run continues from.
+gradient clipping, mixed precision on CUDA (``pelab.device``), a tqdm bar, a per-step loss history, a saved
+state that a killed run continues from, and each seed's weights at its lowest validation loss (``BestWeights``):
+what the run returns and evaluation scores.
 
 At S = 1 the model trains as it is; at S > 1 the seeds train together as one vectorised model
 (``training.stacking``). Either way seed k's weights, data order and optimisation are its own.
@@ -72,6 +73,54 @@ class TrainResult:
     peak_memory_mb: float = 0.0
     snapshots: list[tuple[int, dict[str, torch.Tensor]]] = field(default_factory=list)
     cuda_graphs: bool = False  # the steps replayed from CUDA graphs (``training.graphs``)
+    # the logged step whose weights the model holds on return (``BestWeights``), the validation loss there and at
+    # the last step; best_step is the last step and both losses None when nothing was selected on
+    best_step: int = 0
+    best_val_loss: float | None = None
+    final_val_loss: float | None = None
+
+
+class BestWeights:
+    """Each seed's weights at its lowest ``key`` loss so far (one rule for every scheme and seed: the logged step
+    of lowest validation loss, the earlier on a tie), kept on the device beside training.
+
+    Early stopping's model selection (Prechelt, "Early stopping - but when?", 1998) without the stopping: every
+    run trains its whole budget, so each curve is complete, and is scored at its best logged step. ``key`` must
+    name a loss on data held out from training and from every test set (``val_loss``)."""
+
+    def __init__(self, n_seeds: int, key: str | None) -> None:
+        self.key = key
+        self.steps: list[int] = [0] * n_seeds
+        self.losses: list[float] = [math.inf] * n_seeds
+        self.states: list[dict[str, torch.Tensor] | None] = [None] * n_seeds
+
+    def offer(self, seed: int, step: int, row: dict[str, float], model: nn.Module) -> None:
+        """Seed ``seed``'s logged ``row`` at ``step``, ``model`` holding its current weights."""
+        loss = row.get(self.key) if self.key else None
+        if loss is not None and math.isfinite(loss) and loss < self.losses[seed]:
+            self.steps[seed], self.losses[seed] = step, float(loss)
+            self.states[seed] = {name: t.detach().clone() for name, t in model.state_dict().items()}
+
+    def restore(self, models: Sequence[nn.Module], results: Sequence[TrainResult], last_step: int) -> None:
+        """Load each seed's best weights into its model and record the selection in its result."""
+        for s, (model, result) in enumerate(zip(models, results)):
+            final = result.history[-1].get(self.key) if self.key and result.history else None
+            result.final_val_loss = None if final is None else float(final)
+            if self.states[s] is None:  # nothing logged to select on: the last step's weights
+                result.best_step = last_step
+                continue
+            model.load_state_dict(self.states[s])
+            result.best_step, result.best_val_loss = self.steps[s], self.losses[s]
+
+    def state(self) -> list[tuple[int, float, dict[str, torch.Tensor] | None]]:
+        """What a saved training state keeps of the selection (the weights on the CPU)."""
+        return [(step, loss, None if w is None else {n: t.cpu() for n, t in w.items()})
+                for step, loss, w in zip(self.steps, self.losses, self.states)]
+
+    def load(self, saved: list[tuple[int, float, dict[str, torch.Tensor] | None]], device: torch.device) -> None:
+        for s, (step, loss, w) in enumerate(saved):
+            self.steps[s], self.losses[s] = step, loss
+            self.states[s] = None if w is None else {n: t.to(device) for n, t in w.items()}
 
 
 def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict, capturable_on: torch.device | None) -> None:
@@ -162,6 +211,7 @@ def train(
     state_key: dict | None = None,
     save_every_s: float = 300.0,
     graphs: bool = False,
+    select_on: str | None = "val_loss",
 ) -> list[TrainResult]:
     """Train S models (same architecture, each built from its own seed) for ``cfg.steps`` steps; on return each
     holds its trained weights (on ``device``). Returns one ``TrainResult`` per seed; when S > 1 its
@@ -182,6 +232,9 @@ def train(
 
     ``graphs``: on CUDA, each batch shape's step is captured as a CUDA graph and replayed (``training.graphs``),
     unless a model draws positions on the host; elsewhere ignored.
+
+    ``select_on``: the logged entry (from ``on_log``) each seed's returned weights are selected on, its lowest value
+    over the logged steps (``BestWeights``); with no such entry logged, the last step's weights.
     """
     n_seeds = len(models)
     prepare_device(device)
@@ -200,6 +253,7 @@ def train(
         torch.cuda.reset_peak_memory_stats(device)
     window = LossWindow(list(what) if what else [""] * n_seeds, check_every_step=device.type == "cpu")
     tokens = torch.zeros(n_seeds, dtype=torch.long, device=device)
+    best = BestWeights(n_seeds, select_on)
     eval_time = 0.0
 
     def per_seed(call: Callable[[int, nn.Module], None]) -> None:
@@ -222,6 +276,7 @@ def train(
         for result, (history, snapshots) in zip(results, state["results"]):
             result.history, result.snapshots = history, snapshots
         tokens += state["tokens"].to(device)
+        best.load(state.get("best", []), device)
         first_step, elapsed, eval_time = state["step"], state["wall_time_s"], state["eval_time_s"]
         for step in range(first_step):  # replay the batch streams (stateful generators) up to the resumed step
             for next_batch in next_batches:
@@ -245,7 +300,11 @@ def train(
             lr = current_lr(schedule)
             rows = [{"step": step + 1, "loss": loss, "lr": lr} for loss in window.mean()]
             if on_log is not None:
-                per_seed(lambda s, m: rows[s].update(on_log(step + 1, m)))
+                def log_seed(s: int, m: nn.Module) -> None:
+                    rows[s].update(on_log(step + 1, m))
+                    best.offer(s, step + 1, rows[s], m)
+
+                per_seed(log_seed)
             for s, row in enumerate(rows):
                 results[s].history.append(row)
                 if on_rows is not None:
@@ -258,12 +317,14 @@ def train(
                     "schedule": schedule.state_dict(), "rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                     "results": [(r.history, r.snapshots) for r in results], "tokens": tokens.cpu(),
+                    "best": best.state(),
                     "wall_time_s": time.perf_counter() - start, "eval_time_s": eval_time,
                 })
                 last_save = time.perf_counter()
     if cfg.steps in snapshot_steps:
         per_seed(lambda s, m: results[s].snapshots.append((cfg.steps, snapshot(m))))
     seeds.write_back()
+    best.restore(models, results, cfg.steps)
     peak = 0.0
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -1,4 +1,4 @@
-"""Training and held-out loss curves of the copy task."""
+"""Training and validation loss curves of the copy task."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ def section(ctx: ReportContext) -> list[str]:
     histories = ctx.curves[ctx.curves["task"] == "copy"]
     last = histories[histories["step"] == histories["step"].max()]
     draw_curves(histories, ctx.schemes, [("loss", "training loss (batch mean)"),
-                                         ("test_loss", "held-out loss (test split)")],
+                                         ("val_loss", "validation loss (held-out training sequences)")],
                 ctx.figure("copy_loss_curves.png"), log=True, sharey=True, ylabel="cross-entropy per token",
                 title="Copy task: mean over seeds, band = min–max over seeds")
     final = {s: last[last["pe"] == s].sort_values("seed") for s in ctx.schemes}
-    val = {s: summarize(f["test_loss"].tolist()) for s, f in final.items()}
-    gap = {s: summarize((f["test_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
+    val = {s: summarize(f["val_loss"].tolist()) for s, f in final.items()}
+    gap = {s: summarize((f["val_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
     best, worst = min(val, key=lambda s: val[s]["mean"]), max(val, key=lambda s: val[s]["mean"])
     widest = max(gap, key=gap.get)
     return render("curves.md", step=int(last["step"].max()), best=best, best_loss=mean_sd_sci(val[best]), worst=worst,

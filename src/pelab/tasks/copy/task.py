@@ -19,9 +19,8 @@ from pelab.tasks.copy.config import CopyDataConfig, CopyEvalConfig, ModelConfig,
 from pelab.tasks.copy.data import CopyData, CopySplit
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
-VAL_EXAMPLES = 256  # held-out sequences behind the validation-loss curve
 PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
-TUNING_SHARE = 0.05  # of each length's training sequences: the learning-rate sweep's validation split
+VAL_SHARE = 0.05  # of each length's training sequences: the validation split (weights kept, rates chosen on it)
 
 
 def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
@@ -32,7 +31,8 @@ def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
 
 @torch.no_grad()
 def held_out_loss(model: CopyTransformer, split: CopySplit, device: torch.device, batch_size: int = 1024) -> float:
-    """Mean per-token cross-entropy on a held-out split: the validation curve. Nothing is selected on it."""
+    """Mean per-token cross-entropy on a held-out split: the validation curve, on which each run's weights
+    (``training.loop.BestWeights``) and each scheme's tuned rate are chosen."""
     model.eval()
     total, count = 0.0, 0
     for start in range(0, len(split), batch_size):
@@ -43,6 +43,24 @@ def held_out_loss(model: CopyTransformer, split: CopySplit, device: torch.device
         total += float(loss) * n_tokens
         count += n_tokens
     return total / count
+
+
+def split_validation(data: CopyData) -> CopyData:
+    """The last ``VAL_SHARE`` of each length's training sequences (none of a length with fewer than 20) as the
+    split ``val``, the rest as ``train``; the test splits as they are. Every run trains and selects on this."""
+    train = data["train"]
+    held = torch.zeros(len(train), dtype=torch.bool)
+    for length in train.lengths.unique().tolist():
+        rows = (train.lengths == length).nonzero().flatten()  # (n_length,)
+        held[rows[len(rows) - int(len(rows) * VAL_SHARE):]] = True
+    if not held.any():
+        raise ValueError(f"copy: too few training sequences ({len(train)}) to hold out a validation split; "
+                         "raise copy.data.n_train")
+
+    def part(mask: torch.Tensor) -> CopySplit:
+        return CopySplit(train.inputs[mask], train.targets[mask], train.lengths[mask])
+
+    return CopyData({**data.splits, "train": part(~held), "val": part(held)}, data.meta)
 
 
 class CopyTask(Task):
@@ -56,8 +74,10 @@ class CopyTask(Task):
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         copy_data.prepare(cfg.data, out_dir)
 
+    tunes_on_validation_split = True  # held out from the training sequences, and from every test set
+
     def load_data(self, data_dir: Path) -> CopyData:
-        return copy_data.load(data_dir)
+        return split_validation(copy_data.load(data_dir))
 
     def data_info(self, data: CopyData) -> dict[str, Any]:
         cfg = data.config
@@ -91,31 +111,9 @@ class CopyTask(Task):
     def loss(self, cfg: TaskConfig):
         return copy_loss
 
-    def tuning_data(self, cfg: TaskConfig, data: CopyData) -> CopyData:
-        """The last ``TUNING_SHARE`` of each length's training sequences (none of a length with fewer than 20)
-        as the split ``val``; the rest as ``train``; no test splits."""
-        train = data["train"]
-        held = torch.zeros(len(train), dtype=torch.bool)
-        for length in train.lengths.unique().tolist():
-            rows = (train.lengths == length).nonzero().flatten()  # (n_length,)
-            held[rows[len(rows) - int(len(rows) * TUNING_SHARE):]] = True
-        if not held.any():
-            raise ValueError(f"copy: too few training sequences ({len(train)}) to hold out a tuning split")
-
-        def part(mask: torch.Tensor) -> CopySplit:
-            return CopySplit(train.inputs[mask], train.targets[mask], train.lengths[mask])
-
-        return CopyData({"train": part(~held), "val": part(held)}, data.meta)
-
     def validation(self, cfg: TaskConfig, data: CopyData, device: torch.device):
-        if "val" in data.splits:  # the tuning split (``tuning_data``): the learning-rate sweep selects on it
-            val = data["val"]
-            return lambda model: {"val_loss": held_out_loss(model, val, device)}
-        # A fixed slice of the held-out test split, cheap enough for every log step; named for what it is (the
-        # copy data has no validation split, and no choice in training reads this curve).
-        test = data["test"]
-        held_out = CopySplit(test.inputs[:VAL_EXAMPLES], test.targets[:VAL_EXAMPLES], test.lengths[:VAL_EXAMPLES])
-        return lambda model: {"test_loss": held_out_loss(model, held_out, device)}
+        val = data["val"]
+        return lambda model: {"val_loss": held_out_loss(model, val, device)}
 
     def probe(self, cfg: TaskConfig, data: CopyData):
         """Rows of the test split (the training length) and of the longer one, spread over sequence lengths."""

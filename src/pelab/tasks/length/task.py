@@ -22,7 +22,7 @@ from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
 from pelab.tasks.length.data.problems import PROBLEMS
 from pelab.tasks.length.model import LengthTransformer, build_length_model
 
-VAL_PER_LENGTH = 16  # held-out sequences per training length behind the validation-loss curve
+VAL_PER_LENGTH = 16  # held-out training sequences per length: the validation split (weights kept on it)
 PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
 
 
@@ -37,6 +37,22 @@ def length_loss(model: LengthTransformer, batch: Batch) -> tuple[torch.Tensor, t
     logits, _ = model(tokens)  # (B, T, V)
     n_answer = (targets != IGNORE).sum()  # a tensor: reading it would sync the device every step
     return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE), n_answer
+
+
+def split_validation(data: LengthData) -> LengthData:
+    """Of each training length with at least two sequences, the last fifth (at least one, at most
+    ``VAL_PER_LENGTH``) as the split ``val``, the rest as ``train``; the test split as it is. Every run trains and
+    selects on this."""
+    train, val = {}, {}
+    for n, sources in data.splits["train"].items():
+        k = min(VAL_PER_LENGTH, max(1, len(sources) // 5)) if len(sources) >= 2 else 0
+        train[n] = sources[:len(sources) - k]
+        if k:
+            val[n] = sources[len(sources) - k:]
+    if not val:
+        raise ValueError(f"{data.problem.name}: too few training sequences to hold out a validation split; raise "
+                         "length.data.n_train")
+    return LengthData(data.config, data.problem, {**data.splits, "train": train, "val": val})
 
 
 class LengthTask(Task):
@@ -56,11 +72,13 @@ class LengthTask(Task):
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         length_data.prepare(self.problem, cfg.data, out_dir)
 
+    tunes_on_validation_split = True  # held out from the training sequences, and from every test set
+
     def load_data(self, data_dir: Path) -> LengthData:
         data = length_data.load(data_dir)
         if data.problem.name != self.problem:
             raise ValueError(f"{data_dir} holds problem {data.problem.name!r}, task {self.name!r} needs {self.problem!r}")
-        return data
+        return split_validation(data)
 
     def data_info(self, data: LengthData) -> dict[str, Any]:
         return {"vocab_size": data.vocab_size, "max_length": self.row_length(data.config, data.config.test_max),
@@ -97,25 +115,8 @@ class LengthTask(Task):
     def loss(self, cfg: TaskConfig):
         return length_loss
 
-    def tuning_data(self, cfg: TaskConfig, data: LengthData) -> LengthData:
-        """Of each training length with at least two sequences, the last fifth (at least one, at most
-        ``VAL_PER_LENGTH``) as the split ``val``; the rest as ``train``; no test split."""
-        train, val = {}, {}
-        for n, sources in data.splits["train"].items():
-            k = min(VAL_PER_LENGTH, max(1, len(sources) // 5)) if len(sources) >= 2 else 0
-            train[n] = sources[:len(sources) - k]
-            if k:
-                val[n] = sources[len(sources) - k:]
-        return LengthData(data.config, data.problem, {"train": train, "val": val})
-
     def validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
-        if "val" in data.splits:  # the tuning split (``tuning_data``): the learning-rate sweep selects on it
-            key, held_out = "val_loss", [rows(data, sources, self.causal) for sources in data.splits["val"].values()]
-        else:  # test sequences of the trained lengths, named for what they are (no choice in training reads it)
-            key = "test_loss"
-            held_out = [rows(data, sources[:VAL_PER_LENGTH], self.causal)
-                        for n, sources in data.splits["test"].items() if n <= data.config.train_max]
-
+        held_out = [rows(data, sources, self.causal) for sources in data.splits["val"].values()]
         held_out = [(tokens.to(device), targets.to(device)) for tokens, targets in held_out]  # moved once
 
         @torch.no_grad()
@@ -130,7 +131,7 @@ class LengthTask(Task):
             total = count = 0.0  # the device read once per validation, not twice per length
             for loss, n in zip(torch.stack(losses).tolist(), torch.stack(counts).tolist()):
                 total, count = total + loss * n, count + n
-            return {key: total / count}
+            return {"val_loss": total / count}
 
         return held_out_loss
 
