@@ -430,3 +430,25 @@ def test_slow_rotary_pairs_are_those_whose_period_exceeds_the_training_length() 
                           for kind, value in (("period", period), ("share", share + 0.01 * seed))])
     n, shares = diagnostics.slow_pairs(bands, trained=50.0)
     assert n == 2 and shares == pytest.approx([0.3, 0.32])
+
+
+def test_the_scored_steps_flag_seeds_still_improving_and_seeds_overfitting():
+    import pandas as pd
+
+    from pelab.analysis.selection import selection
+
+    rows = []
+    for seed, (best_step, best, last) in enumerate([(100, 2.0, 2.0), (60, 2.0, 2.2), (80, 2.0, 2.05)]):
+        rows += [{"task": "copy", "pe": "rope", "seed": seed, "split": "train", "length": "all", "metric": "best_step",
+                  "value": float(best_step)},
+                 {"task": "copy", "pe": "rope", "seed": seed, "split": "train", "length": "all", "metric": "steps",
+                  "value": 100.0},
+                 {"task": "copy", "pe": "rope", "seed": seed, "split": "val", "length": "all", "metric": "loss",
+                  "value": best},
+                 {"task": "copy", "pe": "rope", "seed": seed, "split": "val", "length": "all", "metric": "loss_last",
+                  "value": last}]
+    chosen = selection(pd.DataFrame(rows), "copy", "rope")
+    assert chosen.best_steps == [100, 60, 80] and chosen.steps == 100
+    assert chosen.improving == 1  # seed 0: best at the last step
+    assert chosen.overfitting == 1  # seed 1: 10% above its best; seed 2's 2.5% is within the 5% margin
+    assert selection(pd.DataFrame(rows), "copy", "alibi") is None

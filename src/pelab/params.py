@@ -24,7 +24,7 @@ from pelab.tasks.base import TaskConfig
 class Tuning:
     """Params ``tune``: the per-scheme learning-rate sweep (``pelab.runner.tune``). Each (task, scheme) of the tasks
     listed trains seed ``seed`` at the task's ``train.lr`` times each of ``scales`` on the task's tuning split (no
-    test data), keeps the rate with the lowest final validation loss, then trains every seed at it."""
+    test data), keeps the rate with the lowest best validation loss (over the logged steps), then trains every seed at it."""
 
     scales: tuple[float, ...] = (0.5, 1.0, 2.0)
     seed: int = 0

@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from pelab import io
-from pelab.report import analyses, copy, diagnostics, length, lm, translation, tuning
+from pelab.report import analyses, copy, diagnostics, length, lm, selection, translation, tuning
 from pelab.report.analyses import (anchors, attention, curves, distance_decay, invariants, learned_trajectory,
                                    position_tables, shift_property, similarity, translation_analyses)
 from pelab.report.context import ReportContext
@@ -42,6 +42,7 @@ SECTIONS: list[Callable[[ReportContext], list[str]]] = [
     length.section,
     lm.section,
     diagnostics.section,
+    selection.section,
     tuning.section,
 ]
 
