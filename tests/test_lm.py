@@ -138,8 +138,9 @@ def test_the_corpus_is_checked_by_sha256():
     ({"data": {"eval_tokens_per_doc": 500}}, "multiple of every evaluation length"),
     ({"eval": {"multiples": [1, 3]}}, "multiple of every evaluation length"),
     ({"eval": {"multiples": [2, 4]}}, "must be increasing and start at 1"),
-    ({"data": {"corpus": "wiki"}}, "valid choices: sotu"),
+    ({"data": {"corpus": "wiki"}}, "valid choices: sotu, wikitext-103, or a folder of .txt files"),
     ({"train": {"passkey_share": 1.0}}, "passkey_share"),
+    ({"train": {"epochs": 0}}, "lm.train.epochs must be > 0"),
 ])
 def test_bad_lm_settings_fail_in_one_line(change, message):
     raw = smoke_raw(tasks=[], lm_tasks=["lm"])
@@ -155,3 +156,127 @@ def test_a_learned_table_too_short_for_8l_is_refused_before_training():
     raw["lm"]["positional"]["learned"] = {"max_positions": 100}
     with pytest.raises(ValueError, match="learned position table has 100 rows"):
         parse_params(raw)
+
+
+# ------------------------------------------------------------------------------------------- the corpus
+WORDS = ("the river runs past a quiet town where people walk slowly under old trees and talk about the weather "
+         "while children play near the water and birds sing in the morning light").split()
+
+
+def _write_folder(folder, n_docs: int, words: int) -> None:
+    """A corpus with no digit in it: ``n_docs`` documents of ``words`` words each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(n_docs):
+        text = " ".join(WORDS[(k * 7 + i * 3) % len(WORDS)] for i in range(words))
+        (folder / f"doc_{k:02d}.txt").write_text(text + ".\n", encoding="utf-8")
+
+
+def _folder_raw(folder, **data):
+    raw = smoke_raw(tasks=[], lm_tasks=["lm"], lm_schemes=["alibi"])
+    raw["lm"]["data"] = {**raw["lm"]["data"], "corpus": str(folder), "train_documents": None, "test_every": 5, **data}
+    return raw
+
+
+def test_the_lm_prepares_from_a_folder_of_text_without_digits_and_trains_a_passkey_row(tmp_path):
+    from pelab.runner.train import train_runs
+    from pelab.tasks import get_task
+    from pelab import io
+
+    folder = tmp_path / "my_text"
+    _write_folder(folder, n_docs=10, words=1500)
+    params = parse_params(_folder_raw(folder))
+    task, cfg = get_task("lm"), params.task("lm")
+    task.prepare(cfg, tmp_path / "data")
+    data = task.load_data(tmp_path / "data")
+    meta = io.read_json(tmp_path / "data" / "meta.json")
+    assert meta["speeches"]["test"] == ["doc_04", "doc_09"] and meta["speeches"]["val"] == ["doc_01", "doc_06"]
+    assert meta["corpus"] == {"name": str(folder), "sha256": corpus_digest(
+        {p.stem: p.read_text() for p in sorted(folder.glob("*.txt"))})}
+    fmt = PasskeyFormat.of(data.tokenizer)  # a token for every digit though the text has none
+    assert len(set(fmt.digits)) == 10 and data.tokenizer.decode([fmt.digits[7]]).strip() == "7"
+    unk = data.tokenizer.token_to_id("<unk>")
+    assert unk not in fmt.filler + fmt.key_before + fmt.key_after + fmt.question  # its words are text, not <unk>
+    inputs, targets = task.batches(cfg, data, seed=0)(0)
+    n_passkey = round(cfg.train.passkey_share * cfg.train.batch_size)
+    assert n_passkey >= 1 and all(int(t) in fmt.digits for t in targets[-1, -DIGITS:])  # the last row: a passkey row
+    out = tmp_path / "runs" / "seed_0"
+    train_runs(params, "lm", "alibi", [0], tmp_path / "data", [out], device="cpu")
+    records = {(r["split"], r["metric"]): r["value"] for r in io.read_jsonl(out / "train_records.jsonl")}
+    epochs = cfg.train.steps * (cfg.train.batch_size - n_passkey) * cfg.data.context / len(data.train)
+    assert records["train", "epochs"] == pytest.approx(epochs)
+
+
+@pytest.mark.parametrize("setup, data, message", [
+    ("empty", {}, "the folder holds no .txt file"),
+    ("missing", {}, "no such corpus or folder"),
+    ("few", {}, "give no test document"),
+    ("short", {}, "no test document of corpus"),
+])
+def test_a_bad_corpus_folder_fails_in_one_line_before_training(tmp_path, setup, data, message):
+    from pelab.tasks import get_task
+
+    folder = tmp_path / "text"
+    if setup == "empty":
+        folder.mkdir()
+    elif setup == "few":
+        _write_folder(folder, n_docs=3, words=400)
+    elif setup == "short":
+        _write_folder(folder, n_docs=10, words=40)
+    with pytest.raises(ValueError, match=message) as error:
+        get_task("lm").prepare(parse_params(_folder_raw(folder, **data)).task("lm"), tmp_path / "data")
+    assert "\n" not in str(error.value) and not (tmp_path / "data").exists()
+
+
+def test_the_lm_budget_in_epochs_sets_the_steps_and_a_run_reading_its_text_often_says_so(tmp_path, capsys):
+    from pelab.tasks import get_task
+
+    folder = tmp_path / "text"
+    _write_folder(folder, n_docs=10, words=1500)
+    raw = _folder_raw(folder)
+    raw["lm"]["train"] = {**raw["lm"]["train"], "epochs": 2.0}
+    params = parse_params(raw)
+    task, cfg = get_task("lm"), params.task("lm")
+    task.prepare(cfg, tmp_path / "data")
+    data = task.load_data(tmp_path / "data")
+    budget = task.budget(cfg, data)
+    per_step = task.text_tokens_per_step(cfg)
+    assert budget.train.steps == math.ceil(2.0 * len(data.train) / per_step) and budget.model == cfg.model
+    assert task.train_summary(budget, data)["epochs"] == pytest.approx(2.0, rel=per_step / len(data.train))
+    assert "memorise" not in capsys.readouterr().out
+    raw["lm"]["train"]["epochs"] = 9.0
+    task.budget(parse_params(raw).task("lm"), data)
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line and "9.0 times" in line and "may memorise its text" in line
+
+
+def test_wikitext_103_is_read_as_articles_in_its_own_split():
+    """The loader on a local sample in the shape HF datasets gives (one paragraph or heading per line)."""
+    import datasets
+
+    from pelab.tasks.lm.data.corpus import read_wikitext
+
+    def lines(title: str, paragraphs: int) -> list[str]:
+        return ["", f" = {title} = \n", "", *[f" {title} paragraph {i} , with @-@ tokens . \n" for i in range(paragraphs)],
+                " = = Section = = \n", f" {title} section text . \n"]
+
+    sample = {"train": lines("Alpha", 2) + lines("Beta", 1), "validation": lines("Gamma", 1),
+              "test": lines("Delta", 3)}
+    asked = []
+
+    def load(*args):
+        asked.append(args)
+        return datasets.DatasetDict({k: datasets.Dataset.from_dict({"text": v}) for k, v in sample.items()})
+
+    documents, split = read_wikitext(load)
+    assert asked == [("Salesforce/wikitext", "wikitext-103-raw-v1")]
+    assert split == {"train": ["train-0", "train-1"], "val": ["val-0"], "test": ["test-0"]}
+    assert documents["train-1"].splitlines() == ["= Beta =", "Beta paragraph 0 , with @-@ tokens .", "= = Section = =",
+                                                 "Beta section text ."]
+    assert documents["test-0"].count("paragraph") == 3
+
+    def offline(*args):
+        raise ConnectionError("Couldn't reach the Hub\nmore lines")
+
+    with pytest.raises(ValueError, match="could not load Salesforce/wikitext .* use lm.data.corpus sotu") as error:
+        read_wikitext(offline)
+    assert "\n" not in str(error.value)

@@ -91,6 +91,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     dev = pick_device(device or params.device)
     data = task.load_data(Path(data_dir))
     data, whole = (task.tuning_data(cfg, data) if tuning else data), data
+    cfg = task.budget(cfg, data)
     info = task.data_info(data)
     options = cfg.options(scheme)
     use_deterministic_algorithms()
@@ -156,7 +157,7 @@ def _write_run(params: Params, task, cfg, data, identity: dict, seed: int, stack
             "best_step": result.best_step, "best_val_loss": result.best_val_loss,
             "final_val_loss": result.final_val_loss}
     rows = [{"split": "train", "length": "all", "metric": m, "value": float(cost[m])} for m in COST_METRICS
-            + (("cuda_graphs",) if "cuda_graphs" in cost else ())]
+            + tuple(m for m in ("cuda_graphs", "epochs") if m in cost)]
     rows.append({"split": "train", "length": "all", "metric": "best_step", "value": float(result.best_step)})
     rows.append({"split": "train", "length": "all", "metric": "steps", "value": float(cfg.train.steps)})
     if result.best_val_loss is not None:  # the validation loss of the weights scored, and at the last step

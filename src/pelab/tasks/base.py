@@ -185,6 +185,11 @@ class Task(ABC):
             return data
         raise ValueError(f"task {self.name!r} has no validation split to tune the learning rate on")
 
+    def budget(self, cfg: TaskConfig, data: Any) -> TaskConfig:
+        """The config a run trains with, where its budget depends on the data (the LM's ``train.epochs``); else
+        ``cfg``."""
+        return cfg
+
     def train_summary(self, cfg: TaskConfig, data: Any) -> dict[str, float]:
         """Extra numbers about a training run (e.g. epochs) for its cost record."""
         return {}

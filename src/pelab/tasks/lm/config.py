@@ -9,13 +9,12 @@ from pelab.model.config import ModelConfig
 
 __all__ = ["LMDataConfig", "LMEvalConfig", "LMTrainConfig", "ModelConfig"]
 
-CORPORA = ("sotu",)
-
-
 @dataclass(frozen=True)
 class LMDataConfig:
-    """Text split by document (speech): every ``test_every``-th speech is test, the one ``test_every // 2``
-    before it validation, the rest training (chronological order, so test speeches span 1790-2026)."""
+    """Text split by document: every ``test_every``-th document is test, the one ``test_every // 2`` before it
+    validation, the rest training (for ``sotu`` chronological, so test speeches span 1790-2026); a corpus with its
+    own split (WikiText-103) keeps it. ``corpus``: ``sotu``, ``wikitext-103`` or a folder of ``.txt`` files
+    (``data/corpus.py``)."""
 
     corpus: str = "sotu"
     vocab_size: int = 4096  # BPE vocabulary, trained on the training speeches only
@@ -26,8 +25,9 @@ class LMDataConfig:
     # context only (a multiple of every evaluation length: every protocol and length scores exactly these tokens)
 
     def __post_init__(self) -> None:
-        if self.corpus not in CORPORA:
-            raise ValueError(f"unknown lm.data.corpus {self.corpus!r}; valid choices: {', '.join(CORPORA)}")
+        from pelab.tasks.lm.data.corpus import check_corpus  # the package imports this module
+
+        check_corpus(self.corpus)
         if self.vocab_size < 300:
             raise ValueError(f"lm.data.vocab_size must be >= 300, got {self.vocab_size}")
         if self.context < 48:
@@ -66,11 +66,16 @@ class LMEvalConfig:
 @dataclass(frozen=True)
 class LMTrainConfig(TrainConfig):
     """The shared training settings, plus the share of every batch's rows that are passkey rows (the same for
-    every scheme: a small model trained from scratch retrieves no passkey zero-shot)."""
+    every scheme: a small model trained from scratch retrieves no passkey zero-shot) and the budget in epochs."""
 
     passkey_share: float = 0.25
+    # the budget in passes over the training text: when set, the number of steps is the one that reads the training
+    # tokens this many times in its text rows (``LMTask.budget``), and ``steps`` is ignored; null: ``steps``
+    epochs: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0.0 <= self.passkey_share < 1.0:
             raise ValueError(f"lm.train.passkey_share must be in [0, 1), got {self.passkey_share}")
+        if self.epochs is not None and not self.epochs > 0:
+            raise ValueError(f"lm.train.epochs must be > 0 or null, got {self.epochs}")

@@ -8,6 +8,8 @@ position of every row. The rows and their order depend on the seed only, the sam
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from pelab.tasks.lm.data.passkey import PasskeyFormat
 from pelab.tasks.lm.model import build_lm
 
 VAL_ROWS = 64  # validation windows of length L behind the validation-loss curve
+MANY_EPOCHS = 4.0  # passes over the training text beyond which a run says it may memorise it
 PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)
 
 
@@ -124,6 +127,28 @@ class LMTask(Task):
             return {"val_loss": float(loss)}
 
         return val_loss
+
+    def text_tokens_per_step(self, cfg: TaskConfig) -> int:
+        """Training-text tokens one step reads: its text rows (not passkey rows) × L."""
+        rows = cfg.train.batch_size - round(cfg.train.passkey_share * cfg.train.batch_size)
+        return rows * cfg.data.context
+
+    def budget(self, cfg: TaskConfig, data: LMData) -> TaskConfig:
+        """``train.epochs`` set: the steps that read the training text that many times. A run that reads it more
+        than ``MANY_EPOCHS`` times says so, in one line."""
+        per_step = self.text_tokens_per_step(cfg)
+        if cfg.train.epochs is not None:
+            steps = max(1, math.ceil(cfg.train.epochs * len(data.train) / per_step))
+            cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, steps=steps))
+        epochs = cfg.train.steps * per_step / len(data.train)
+        if epochs > MANY_EPOCHS:
+            print(f"note: lm: {cfg.train.steps} steps read the {len(data.train):,} training tokens {epochs:.1f} times; "
+                  "the model may memorise its text (each run keeps its best validation step; lm.train.epochs, "
+                  "lm.model.dropout, or more text: lm.data.corpus)")
+        return cfg
+
+    def train_summary(self, cfg: TaskConfig, data: LMData) -> dict[str, float]:
+        return {"epochs": cfg.train.steps * self.text_tokens_per_step(cfg) / len(data.train)}
 
     def probe(self, cfg: TaskConfig, data: LMData):
         """The opening tokens of the first test speeches, at every evaluation length (L first)."""

