@@ -102,17 +102,24 @@ def test_the_passkey_sits_where_the_depth_says_and_the_answer_ends_the_row(depth
 
 
 class Oracle(torch.nn.Module):
-    """Predicts each next token of the rows it was given, except at the positions in ``wrong``."""
+    """Predicts each next token of the rows it was given (found by the prefix before the key's answer), except at
+    the positions in ``wrong``; ``chained``: an answer digit is predicted right only after a right digit."""
 
-    def __init__(self, rows, wrong=()):
+    def __init__(self, rows, wrong=(), chained=False):
         super().__init__()
-        self.rows, self.wrong = rows, set(wrong)
+        self.rows, self.wrong, self.chained = rows, set(wrong), chained
 
     def forward(self, tokens):
-        which = [next(i for i, row in enumerate(self.rows) if torch.equal(row, t)) for t in tokens]
-        nxt = torch.cat([self.rows[:, 1:], self.rows[:, :1]], dim=1)[which]
+        prefix = tokens.shape[1] - DIGITS
+        which = [next(i for i, row in enumerate(self.rows) if torch.equal(row[:prefix], t[:prefix])) for t in tokens]
+        true = self.rows[which]
+        nxt = torch.cat([true[:, 1:], true[:, :1]], dim=1)
         for position in self.wrong:
             nxt[:, position] = (nxt[:, position] + 1) % 10
+        if self.chained:  # the logits at a written digit predict the next digit right only if it is the true one
+            for position in range(prefix, tokens.shape[1] - 1):
+                off = tokens[:, position] != true[:, position]
+                nxt[off, position] = (true[off, position + 1] + 1) % 10
         return F.one_hot(nxt, 64).float(), []
 
 
@@ -121,9 +128,39 @@ def test_passkey_is_scored_on_the_key_tokens_only():
     length, trials = 60, 4
     rows = passkey_rows(fmt, length, [0.5] * trials, torch.Generator().manual_seed(7))
     score = lambda net: passkey_accuracy(net, fmt, length, 0.5, trials, 7, 2, torch.device("cpu"))  # noqa: E731
-    assert score(Oracle(rows)) == (1.0, 1.0)
-    assert score(Oracle(rows, wrong=range(0, length - DIGITS - 1))) == (1.0, 1.0)  # wrong everywhere but the key
-    assert score(Oracle(rows, wrong=[length - 2])) == (0.0, pytest.approx(0.8))  # the last digit wrong: no whole key
+    assert score(Oracle(rows)) == (1.0, 1.0, 1.0)
+    assert score(Oracle(rows, wrong=range(0, length - DIGITS - 1))) == (1.0, 1.0, 1.0)  # wrong all but the key
+    # the last digit wrong: no whole key, 4 of 5 digits both ways
+    assert score(Oracle(rows, wrong=[length - 2])) == (0.0, pytest.approx(0.8), pytest.approx(0.8))
+
+
+def test_passkey_digits_are_what_greedy_decoding_writes_not_the_teacher_forced_share():
+    """A model that gets the first digit wrong and each later one right only after a right one: teacher-forced it
+    scores 4 of 5 digits, free-running it writes none right."""
+    fmt = PasskeyFormat.of(FakeTokenizer())
+    length, trials = 60, 4
+    rows = passkey_rows(fmt, length, [0.5] * trials, torch.Generator().manual_seed(7))
+    net = Oracle(rows, wrong=[length - DIGITS - 1], chained=True)
+    exact, greedy, forced = passkey_accuracy(net, fmt, length, 0.5, trials, 7, 3, torch.device("cpu"))
+    assert (exact, greedy, forced) == (0.0, 0.0, pytest.approx(0.8))
+    right = Oracle(rows, chained=True)
+    assert passkey_accuracy(right, fmt, length, 0.5, trials, 7, 3, torch.device("cpu")) == (1.0, 1.0, 1.0)
+
+
+def test_passkey_beyond_l_counts_only_keys_more_than_l_tokens_back():
+    from pelab.tasks.lm.evaluate import key_distance, summaries
+
+    fmt, context = PasskeyFormat.of(FakeTokenizer()), 60
+    rows = [{"split": "window", "length": length, "metric": "ppl", "value": 2.0} for length in (60, 120)]
+    for length in (60, 120):
+        for depth in (0.0, 1.0):
+            far = key_distance(fmt, length, depth)
+            assert far == length - DIGITS - fmt.key_position(length, depth)
+            rows.append({"split": "passkey", "length": length, "depth": depth, "distance": far, "metric": "accuracy",
+                         "value": 1.0 if far > context else 0.0})
+    assert key_distance(fmt, 120, 1.0) == key_distance(fmt, 60, 1.0) < context < key_distance(fmt, 120, 0.0)
+    beyond = [r for r in summaries(rows, context) if r["split"] == "beyond" and r["metric"] == "passkey"]
+    assert beyond == [{"split": "beyond", "length": "all", "metric": "passkey", "value": 1.0}]  # depth 1.0 at 2L: out
 
 
 def test_the_corpus_is_checked_by_sha256():

@@ -12,16 +12,18 @@ inside the speech and no protocol scores a speech's opening:
 (where in the window a scheme breaks).
 
 Passkey (``data/passkey.py``): ``passkey_trials`` rows per (length, depth), drawn from a generator seeded by the
-length and depth index, so every run and scheme sees the same rows; ``accuracy``: the share whose whole key is
-predicted (each digit the argmax given the true prefix: greedy generation's success, for a randomized scheme
-at the row's one position draw); ``digit_accuracy``:
-the share of key digits predicted (partial credit, chance 0.1).
+length and depth index, so every run and scheme sees the same rows; each cell also records its key ``distance``
+(tokens from the key to the answer). ``accuracy``: the share of rows whose whole key greedy decoding writes (for a
+randomized scheme at the row's one position draw); ``digit_accuracy``: the share of key digits greedy decoding
+writes right, free-running (partial credit, chance 0.1); ``digit_accuracy_teacher_forced``: each digit's argmax
+given the true digits before it.
 
 Tidy rows: {split, length, metric, value[, depth]}; splits ``window``, ``sliding``, ``passkey``,
 ``nll_by_position`` per length, and summaries with length ``all``: ``at_L`` and ``at_4L`` (the largest multiple
 when 4 is not evaluated) with ``ppl_window``, ``ppl_sliding``, ``passkey`` (and ``ppl_ratio`` at 4L: its
 sliding-window perplexity over the one at L, every scored token seeing at least half a window of context),
-``beyond`` (``passkey`` and ``passkey_digits`` over every length > L and depth; ``passkey_digits`` also at L).
+``beyond`` (``passkey``, ``passkey_digits`` and ``passkey_digits_teacher_forced`` over every cell whose key is more
+than L tokens back, whatever the row's length; the digit shares also at L).
 
 A ``rope`` model is also scored at every T > L with RoPE's evaluation-time extensions (``pelab.positional.rope``;
 s = T/L): position interpolation (splits ``*_pi``) and NTK-aware scaling (``*_ntk``). Randomized schemes are
@@ -86,21 +88,50 @@ def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int
 
 
 @torch.no_grad()
+def greedy_key(model: SequenceTransformer, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """rows (B, T) ending with the question and the key's ``DIGITS`` digits -> (the digits greedy decoding writes
+    after the question, free-running: each step's argmax fed back, (B, DIGITS); the teacher-forced argmax of each
+    digit given the true digits before it, (B, DIGITS)). A row is re-read only from its first wrong digit on, at most
+    ``DIGITS`` forward passes; a causal model's logits before a position do not depend on it."""
+    length = rows.shape[1]
+    answer = answer_slice(length)
+    with autocast(rows.device):
+        logits, _ = model(rows)  # (B, T, V)
+    forced = logits[:, answer].argmax(-1)  # (B, DIGITS)
+    written, current = forced.clone(), rows.clone()
+    for j in range(DIGITS - 1):  # digit j written: the later digits are read after it
+        wrong = (written[:, j] != current[:, length - DIGITS + j]).nonzero().flatten()
+        if len(wrong) == 0:
+            continue
+        current[wrong, length - DIGITS + j] = written[wrong, j]
+        with autocast(rows.device):
+            logits, _ = model(current[wrong])
+        written[wrong, j + 1:] = logits[:, answer].argmax(-1)[:, j + 1:]
+    return written, forced
+
+
+@torch.no_grad()
 def passkey_accuracy(model: SequenceTransformer, fmt: PasskeyFormat, length: int, depth: float, trials: int,
-                     seed: int, batch_size: int, device: torch.device) -> tuple[float, float]:
-    """Of ``trials`` rows of ``length`` tokens (key at ``depth``): the share whose whole key is predicted, and the
-    share of key digits predicted (partial credit; chance 0.1)."""
+                     seed: int, batch_size: int, device: torch.device) -> tuple[float, float, float]:
+    """Of ``trials`` rows of ``length`` tokens (key at ``depth``): the share whose whole key greedy decoding writes,
+    the share of key digits it writes right (free-running, partial credit; chance 0.1), and the share of digits
+    right teacher-forced (each given the true digits before it)."""
     generator = torch.Generator().manual_seed(seed)
     rows = passkey_rows(fmt, length, [depth] * trials, generator)  # (trials, length)
-    correct = []
+    greedy, forced = [], []
     for i in range(0, trials, batch_size):
         batch = rows[i:i + batch_size].to(device)
-        with autocast(device):
-            logits, _ = model(batch)  # (B, length, V)
-        predicted = logits[:, answer_slice(length)].argmax(-1)  # (B, DIGITS)
-        correct.append((predicted == batch[:, -DIGITS:]).cpu())
-    correct = torch.cat(correct).float()  # (trials, DIGITS)
-    return float(correct.all(dim=1).float().mean()), float(correct.mean())
+        written, teacher = greedy_key(model, batch)
+        truth = batch[:, -DIGITS:]
+        greedy.append((written == truth).cpu())
+        forced.append((teacher == truth).cpu())
+    greedy, forced = torch.cat(greedy).float(), torch.cat(forced).float()  # (trials, DIGITS)
+    return float(greedy.all(dim=1).float().mean()), float(greedy.mean()), float(forced.mean())
+
+
+def key_distance(fmt: PasskeyFormat, length: int, depth: float) -> int:
+    """Tokens from the key's first digit in the key sentence to the answer's first digit: how far back the key is."""
+    return (length - DIGITS) - fmt.key_position(length, depth)
 
 
 def score(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device, suffix: str,
@@ -121,12 +152,12 @@ def score(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: tor
                 rows += [{"split": "nll_by_position" + suffix, "length": b * width, "metric": "nll", "value": float(v)}
                          for b, v in enumerate(bins)]
         for d, depth in enumerate(cfg.eval.passkey_depths):
-            exact, digits = passkey_accuracy(model, fmt, length, depth, cfg.eval.passkey_trials,
-                                             1_000_003 * length + d, cfg.eval.batch_size, device)
-            rows += [{"split": "passkey" + suffix, "length": length, "depth": depth, "metric": "accuracy",
-                      "value": exact},
-                     {"split": "passkey" + suffix, "length": length, "depth": depth, "metric": "digit_accuracy",
-                      "value": digits}]
+            scores = passkey_accuracy(model, fmt, length, depth, cfg.eval.passkey_trials, 1_000_003 * length + d,
+                                      cfg.eval.batch_size, device)
+            cell = {"split": "passkey" + suffix, "length": length, "depth": depth,
+                    "distance": key_distance(fmt, length, depth)}
+            rows += [{**cell, "metric": metric, "value": value}
+                     for metric, value in zip(("accuracy", "digit_accuracy", "digit_accuracy_teacher_forced"), scores)]
     return rows
 
 
@@ -138,7 +169,8 @@ def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> lis
         return found[0] if found else None
 
     def passkey(keep, metric: str = "accuracy") -> float | None:
-        found = [r["value"] for r in rows if r["split"] == "passkey" + suffix and keep(r["length"])
+        """The mean over the passkey cells whose (length, key distance) ``keep`` accepts."""
+        found = [r["value"] for r in rows if r["split"] == "passkey" + suffix and keep(r["length"], r["distance"])
                  and r["metric"] == metric]
         return sum(found) / len(found) if found else None
 
@@ -148,18 +180,19 @@ def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> lis
     for name, length in (("at_L", context), ("at_4L", far)):
         for metric, v in (("ppl_window", value("window", length, "ppl")),
                           ("ppl_sliding", value("sliding", length, "ppl")),
-                          ("passkey", passkey(lambda t, length=length: t == length))):
+                          ("passkey", passkey(lambda t, far, length=length: t == length))):
             if v is not None:
                 out.append({"split": name + suffix, "length": "all", "metric": metric, "value": v})
     at_l, at_far = value("sliding", context, "ppl"), value("sliding", far, "ppl")
     if at_l is not None and at_far is not None:
         out.append({"split": "at_4L" + suffix, "length": "all", "metric": "ppl_ratio", "value": at_far / at_l})
-    for metric, name in (("accuracy", "passkey"), ("digit_accuracy", "passkey_digits")):
-        beyond = passkey(lambda t: t > context, metric)
+    for metric, name in (("accuracy", "passkey"), ("digit_accuracy", "passkey_digits"),
+                         ("digit_accuracy_teacher_forced", "passkey_digits_teacher_forced")):
+        beyond = passkey(lambda t, far: far > context, metric)  # the key more than L tokens back
         if beyond is not None:
             out.append({"split": "beyond" + suffix, "length": "all", "metric": name, "value": beyond})
-        at_l = passkey(lambda t: t == context, metric)
-        if at_l is not None and metric == "digit_accuracy":
+        at_l = passkey(lambda t, far: t == context, metric)
+        if at_l is not None and metric != "accuracy":
             out.append({"split": "at_L" + suffix, "length": "all", "metric": name, "value": at_l})
     return out
 
