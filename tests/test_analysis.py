@@ -393,21 +393,24 @@ def test_probe_rows_against_the_training_length_and_their_change_to_the_longest(
 
 
 def test_the_reading_names_the_largest_rise_the_sink_and_the_ranking_only_where_scores_differ() -> None:
+    """Entropy and first-token share of the queries within and beyond the training length, in the longest rows."""
     from pelab.analysis import diagnostics
 
     records = _probe_records()
     rows = diagnostics.relative_lengths(records[records["split"] == "probe"])
-    metrics = ["attn_entropy_norm", "first_token_ratio"]
-    sinks = pd.DataFrame([{"task": "t", "split": "probe", "length": str(n), "metric": "first_token_ratio",
-                           "value": 1.0 + (pe == "b") * (n == 8), "pe": pe, "seed": k, "tokens": n, "ratio": n / 4}
-                          for pe in "ab" for k in (0, 1) for n in (4, 8)])
-    rows = pd.concat([rows, sinks], ignore_index=True)
+    binned = {("a", "attn_entropy_within"): 1.0, ("a", "attn_entropy_beyond"): 1.5, ("b", "attn_entropy_within"): 1.2,
+              ("b", "attn_entropy_beyond"): 1.3, ("a", "first_token_share_beyond"): 0.1,
+              ("b", "first_token_share_beyond"): 0.4, ("a", "first_token_share_within"): 0.1,
+              ("b", "first_token_share_within"): 0.4}
+    extra = pd.DataFrame([{"task": "t", "split": "probe", "length": "8", "metric": m, "value": v + 0.1 * k, "pe": pe,
+                           "seed": k, "tokens": 8, "ratio": 2.0} for (pe, m), v in binned.items() for k in (0, 1)])
+    rows = pd.concat([rows, extra], ignore_index=True)
     score = diagnostics.beyond_score(records, "t")
-    found, _, _ = diagnostics.changes(rows, records, "t", metrics, score)
+    found, _, _ = diagnostics.changes(rows, records, "t", sorted({m for _, m in binned}), score)
     r = diagnostics.reading(found, score)
     assert r.scores == pytest.approx({"a": 0.1, "b": 0.9}) and r.ranked == ["b", "a"] and r.rho is None  # 2 schemes
-    assert r.rises["a"] == pytest.approx(0.25) and (r.most, r.least) == ("a", "b")
-    assert (r.sink, r.sink_value) == ("b", 2.0)
+    assert r.rises == pytest.approx({"a": 0.5, "b": 0.1}) and (r.most, r.least) == ("a", "b")
+    assert (r.sink, r.sink_value) == ("b", pytest.approx(0.45))
     same = diagnostics.reading({s: c._replace(score=[0.5, 0.5]) for s, c in found.items()}, score)
     assert same.ranked == [] and same.scores == {"a": 0.5, "b": 0.5}
     assert diagnostics.reading(found, None).scores == {} and diagnostics.reading(found, None).ranked == []

@@ -134,3 +134,44 @@ def test_the_copy_captures_hold_what_the_report_draws_for_every_scheme(scheme):
                                    rtol=1e-5, atol=1e-6)
     if scheme == "none":  # no position signal: layer 0 sees the same (zero) input everywhere, one score per head
         assert float(got["layer0_positions"].std(dim=(-2, -1)).max()) < 1e-6
+
+
+def _sink(t: int, share: float) -> torch.Tensor:
+    """(1, 1, T, T) causal weights: ``share`` on the first token, the rest uniform over the other keys seen."""
+    w = torch.zeros(1, 1, t, t, dtype=torch.float64)
+    w[0, 0, 0, 0] = 1.0
+    for i in range(1, t):
+        w[0, 0, i, 0] = share
+        w[0, 0, i, 1:i + 1] = (1 - share) / i
+    return w
+
+
+def _window(t: int, width: int) -> torch.Tensor:
+    """(1, 1, T, T) causal weights uniform over the last ``width`` keys each query sees."""
+    w = torch.zeros(1, 1, t, t, dtype=torch.float64)
+    for i in range(t):
+        lo = max(0, i - width + 1)
+        w[0, 0, i, lo:i + 1] = 1.0 / (i + 1 - lo)
+    return w
+
+
+def test_a_constant_sink_and_a_fixed_window_show_no_length_trend_in_the_binned_diagnostics():
+    """The issue's cases: the normalised forms trend with T (a constant sink's first-token ratio 3.3 at T = 64 and
+    25.7 at 512); the binned absolute ones read the same within and beyond L, at every length."""
+    from pelab.probe.diagnostics import binned
+
+    L = 64
+    ratios = [attention_diagnostics(_sink(t, 0.2), causal=True)["first_token_ratio"] for t in (64, 512)]
+    assert ratios[1] > 5 * ratios[0]  # the trend by construction that the binned forms remove
+    for t in (128, 256, 512):
+        got = binned(_sink(t, 0.2), causal=True, trained_length=L)
+        assert got["first_token_share_within"] == pytest.approx(0.2) == got["first_token_share_beyond"]
+        window = binned(_window(t, 16), causal=True, trained_length=L)
+        assert window["attn_entropy_beyond"] == pytest.approx(math.log(16))  # every query beyond L sees 16 keys
+        assert window["attn_distance_beyond"] == pytest.approx(7.5)
+        assert binned(_window(t, 16), True, L)["attn_entropy_within"] == pytest.approx(
+            binned(_window(L, 16), True, L)["attn_entropy_within"])  # the same queries: the same number at any T
+    assert set(binned(_sink(L, 0.2), True, L)) == {"attn_entropy_within", "first_token_share_within",
+                                                  "attn_distance_within"}  # no query beyond L in a row of L
+    uniform = binned(torch.full((1, 1, 128, 128), 1 / 128, dtype=torch.float64), causal=False, trained_length=L)
+    assert uniform["attn_entropy_within"] == pytest.approx(math.log(128)) == uniform["attn_entropy_beyond"]

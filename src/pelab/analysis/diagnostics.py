@@ -43,6 +43,9 @@ def beyond_score(records: pd.DataFrame, task: str) -> BeyondScore | None:
                                                          & (records["metric"] == s.metric)].empty), None)
 
 
+MISSING = {"mean": float("nan"), "sd": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": 0}
+
+
 class Change(NamedTuple):
     """One scheme of one task: its score beyond training, one value per seed in record order ([] where there is no
     score), and per diagnostic the summaries over seeds (``stats.summarize``) at the training length and at the
@@ -69,7 +72,8 @@ def changes(rows: pd.DataFrame, records: pd.DataFrame, task: str, metrics: list[
         values = [] if score is None else records[
             (records["task"] == task) & (records["pe"] == scheme) & (records["split"] == score.split)
             & (records["metric"] == score.metric) & (records["length"] == "all")]["value"].tolist()
-        out[scheme] = Change(values, {m: tuple(summarize(means.get(scheme).tolist()) for means in at[m])
+        out[scheme] = Change(values, {m: tuple(summarize(means[scheme].tolist()) if scheme in means else MISSING
+                                               for means in at[m])  # missing: a bin the row does not have
                                       for m in metrics})
     return out, low, high
 
@@ -83,11 +87,18 @@ def rank_correlation(scores: dict[str, float], rises: dict[str, float]) -> float
     return float(spearmanr([scores[s] for s in scores], [rises[s] for s in scores]).statistic)
 
 
+# the binned diagnostics (``pelab.probe.diagnostics.binned``) the table and the reading compare, at the longest row:
+# the queries before the training length against those from it on, in the same rows
+COMPARED = ("attn_entropy", "first_token_share", "attn_distance")
+BINS = ("within", "beyond")
+
+
 class Reading(NamedTuple):
     """What the reading of one task's changes says: per scheme its mean score beyond training ({} without a score)
-    and the rise of its normalised attention entropy from the training length to the longest row; the schemes whose
-    entropy rises most and least, and whose first-token ratio at the longest row is highest (with that ratio); the
-    schemes by score, best first ([] where no two scores differ, to 6 decimals); Spearman's ρ of score with rise."""
+    and, in the longest probed rows, the rise of raw attention entropy from the queries before the training length
+    to those beyond it; the schemes whose entropy rises most and least, and whose first-token share beyond the
+    training length is highest (with that share); the schemes by score, best first ([] where no two scores differ,
+    to 6 decimals); Spearman's ρ of score with rise."""
 
     scores: dict[str, float]
     rises: dict[str, float]
@@ -100,11 +111,11 @@ class Reading(NamedTuple):
 
 
 def reading(found: dict[str, Change], score: BeyondScore | None) -> Reading:
-    """The ``Reading`` of one task's ``changes``."""
+    """The ``Reading`` of one task's ``changes`` over the binned metrics (``COMPARED`` × ``BINS``)."""
     scores = {s: summarize(c.score)["mean"] for s, c in found.items()} if score else {}
-    entropy = {s: c.diagnostics["attn_entropy_norm"] for s, c in found.items()}  # (at training, at the longest)
-    rises = {s: after["mean"] - before["mean"] for s, (before, after) in entropy.items()}
-    sinks = {s: c.diagnostics["first_token_ratio"][1]["mean"] for s, c in found.items()}
+    longest = {s: {m: v[1]["mean"] for m, v in c.diagnostics.items()} for s, c in found.items()}
+    rises = {s: d["attn_entropy_beyond"] - d["attn_entropy_within"] for s, d in longest.items()}
+    sinks = {s: d["first_token_share_beyond"] for s, d in longest.items()}
     sink = max(sinks, key=sinks.get)
     differ = score is not None and len(set(np.round(list(scores.values()), 6))) > 1
     ranked = sorted(scores, key=scores.get, reverse=score.higher_is_better) if differ else []

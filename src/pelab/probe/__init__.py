@@ -1,7 +1,8 @@
 """The per-run probe that evaluation runs: each task names its probe inputs (``Task.probe``), the model reads
 each once, and the diagnostics of its attention (``diagnostics``) become tidy records beside the run's scores.
 
-Rows: split ``probe``, length = tokens per row, one metric per diagnostic (mean over layers); a row
+Rows: split ``probe``, length = tokens per row, one metric per diagnostic (mean over layers; the binned ones,
+``<metric>_within`` and ``<metric>_beyond``, over queries before and from the training length on); a row
 ``trained_length`` (length "all") holds the longest row the model was trained on, so a reader tells in-range
 lengths from beyond without the task's config. Schemes that rotate queries and keys (their
 ``rotation_frequencies``) add, at the first probe length, ``rope_band_<f>_share`` and ``rope_band_<f>_period``
@@ -17,7 +18,7 @@ import torch
 
 from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
-from pelab.probe.diagnostics import attention_diagnostics, frequency_use, period
+from pelab.probe.diagnostics import attention_diagnostics, binned, frequency_use, period
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ def probe_rows(model: SequenceTransformer, probe: Probe, device: torch.device) -
         finally:
             for hook in hooks:
                 hook.remove()
-        per_layer = [attention_diagnostics(layer["self"].float(), model.causal) for layer in attentions]
+        per_layer = [{**attention_diagnostics(layer["self"].float(), model.causal),
+                      **binned(layer["self"].float(), model.causal, probe.trained_length)} for layer in attentions]
         length = tokens.shape[1]
         for metric in per_layer[0]:
             rows.append({"split": "probe", "length": length, "metric": metric,

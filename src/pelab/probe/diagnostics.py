@@ -11,6 +11,12 @@ For the weights w of one layer, (B, H, T, T), query i sees keys K_i (j <= i when
 Means run over rows, heads and queries (query 0 of a causal model sees one key and is left out of all but the
 distance), then over layers.
 
+The normalised forms carry a length trend by construction (a constant sink's |K_i| w_i0 grows with T, a fixed
+window's entropy over log|K_i| falls), so comparisons across lengths use absolute quantities over queries binned
+by absolute position (``binned``): raw entropy, first-token share and attended distance of the queries before the
+training length L (``_within``) and of those at positions L and beyond (``_beyond``). A constant sink or a fixed
+window reads the same in both bins at every length (``tests/test_probe.py``); what differs is the model.
+
 Rotary schemes: the use of each rotated pair of dimensions (frequency theta_f), as the mean norm of the query's
 pair times the key's, a share of their sum over pairs (Barbero et al., "Round and Round We Go! What makes Rotary
 Positional Encodings useful?", https://arxiv.org/abs/2410.06205 §5, who find Gemma's low frequencies most used).
@@ -59,6 +65,27 @@ def attention_diagnostics(weights: torch.Tensor, causal: bool) -> dict[str, floa
         "attn_distance": float(distance.mean()),
         "attn_distance_norm": float((distance[..., many] / uniform[many]).mean()),
     }
+
+
+BINNED = ("attn_entropy", "first_token_share", "attn_distance")
+
+
+def binned(weights: torch.Tensor, causal: bool, trained_length: int) -> dict[str, float]:
+    """weights: (B, H, T, T). ``<metric>_within`` over queries 0 < i < L with a choice (query 0 of a causal model
+    has none), ``<metric>_beyond`` over queries i >= L (only where T > L): raw entropy (nats), first-token share and
+    attended distance, each a mean over rows, heads and the bin's queries."""
+    w = weights.double()
+    t = w.shape[-1]
+    position = torch.arange(t, device=w.device)
+    entropy = -(w * w.clamp_min(1e-30).log()).sum(-1)  # (B, H, T)
+    distance = (w * (position[:, None] - position[None, :]).abs().double()).sum(-1)  # (B, H, T)
+    values = {"attn_entropy": entropy, "first_token_share": w[..., 0], "attn_distance": distance}
+    choice = visible_keys(t, causal, w.device) > 1
+    out = {}
+    for name, queries in (("within", choice & (position < trained_length)), ("beyond", position >= trained_length)):
+        if bool(queries.any()):
+            out.update({f"{metric}_{name}": float(values[metric][..., queries].mean()) for metric in BINNED})
+    return out
 
 
 def frequency_use(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:

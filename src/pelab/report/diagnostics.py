@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pelab.analysis.diagnostics import beyond_score, changes, reading, relative_lengths, slow_pairs
+from pelab.analysis.diagnostics import BINS, COMPARED, beyond_score, changes, reading, relative_lengths, slow_pairs
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
 from pelab.report.style import band, save, scheme_palette, seed_band
@@ -20,25 +20,28 @@ from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
 
 FIGURE, ROPE_FIGURE = "diagnostics_by_length.png", "diagnostics_rope_frequencies.png"
-PANELS = (("attn_entropy_norm", "entropy / log(keys seen)"), ("first_token_ratio", "first-token weight × keys seen"),
-          ("attn_distance_norm", "attended distance / uniform"))
+PANELS = dict(zip(COMPARED, ("entropy (nats)", "first-token share", "attended distance (tokens)")))
 
 
 def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
+    """Per task and diagnostic: each scheme's queries before the training length (solid) and from it on (dashed),
+    by row length."""
     palette = scheme_palette()
     fig, axes = plt.subplots(len(tasks), len(PANELS), figsize=(12, 2.6 * len(tasks)), squeeze=False)
     for r, task in enumerate(tasks):
-        for c, (metric, title) in enumerate(PANELS):
+        for c, (metric, title) in enumerate(PANELS.items()):
             ax = axes[r, c]
-            sel = rows[(rows["task"] == task) & (rows["metric"] == metric)]
-            for scheme in dict.fromkeys(sel["pe"]):
-                stats = seed_band(sel[sel["pe"] == scheme], "ratio")
-                band(ax, stats["ratio"], stats, palette[scheme], scheme, marker="o", ms=3, lw=1.4)
+            mine = rows[rows["task"] == task]
+            for scheme in dict.fromkeys(mine["pe"]):
+                for which, style in zip(BINS, ("-", "--")):
+                    sel = mine[(mine["pe"] == scheme) & (mine["metric"] == f"{metric}_{which}")]
+                    if not sel.empty:
+                        stats = seed_band(sel, "ratio")
+                        band(ax, stats["ratio"], stats, palette[scheme], scheme if which == "within" else None,
+                             marker="o" if which == "within" else "x", ms=3, lw=1.4, ls=style)
             ax.axvline(1.0, color="0.4", ls="--", lw=1)
-            if metric != "attn_entropy_norm":
-                ax.axhline(1.0, color="0.6", ls=":", lw=1)
             ax.set_xscale("log", base=2)
-            ratios = sorted(sel["ratio"].unique())
+            ratios = sorted(mine["ratio"].unique())
             ax.set_xticks(ratios, [f"{r:.2g}" for r in ratios], fontsize=8)
             ax.minorticks_off()
             ax.set_title(f"{task}: {title}" if c == 0 else title, fontsize=9)
@@ -53,17 +56,19 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
 
 
 def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[str, str]:
-    """The table of one task and its generated reading."""
+    """The table of one task and its generated reading: in the longest probed rows, each diagnostic of the queries
+    before the training length → of those from it on."""
     score = beyond_score(records, task)
-    found, low, high = changes(rows, records, task, [metric for metric, _ in PANELS], score)
-    header = ["scheme"] + ([score.label] if score else []) + [
-        "entropy ratio: train → longest", "first-token ratio: train → longest", "distance ratio: train → longest"]
+    found, low, high = changes(rows, records, task, [f"{m}_{b}" for m in COMPARED for b in BINS], score)
+    header = ["scheme"] + ([score.label] if score else []) + [f"{PANELS[m]}: within → beyond L" for m in COMPARED]
+    longest = {s: {m: v[1] for m, v in c.diagnostics.items()} for s, c in found.items()}
     table = [[f"`{scheme}`"] + ([format_mean_sd(summarize(c.score))] if score else [])
-             + [f"{format_mean_sd(a, 2)} → {format_mean_sd(b, 2)}" for a, b in c.diagnostics.values()]
+             + [f"{format_mean_sd(longest[scheme][m + '_within'], 2)} → {format_mean_sd(longest[scheme][m + '_beyond'], 2)}"
+                for m in COMPARED]
              for scheme, c in found.items()]
     r = reading(found, score)
-    extremes = [(which, s, r.scores[s], *(f"{a['mean']:.2f} → {b['mean']:.2f}" for a, b in
-                                          found[s].diagnostics.values()))
+    extremes = [(which, s, r.scores[s], *(f"{longest[s][m + '_within']['mean']:.2f} → "
+                                          f"{longest[s][m + '_beyond']['mean']:.2f}" for m in COMPARED))
                 for which, s in (("best", r.ranked[0]), ("worst", r.ranked[-1]))] if r.ranked else []
     text = fill("diagnostics_reading.md", low=low, high=high, most=r.most, rise_most=signed(r.rises[r.most]),
                 least=r.least, rise_least=signed(r.rises[r.least]), sink=r.sink, sink_value=r.sink_value,
