@@ -78,3 +78,23 @@ def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
     for line in report.splitlines():
         if line.startswith("!["):
             assert (project / "reports" / line.split("(")[1].rstrip(")")).exists(), line
+
+
+def test_every_run_of_the_default_study_is_scored_at_its_best_validation_step(study):
+    import pandas as pd
+
+    project, full, _ = study
+    records = pd.read_csv(project / "reports/records.csv", dtype={"length": str})
+    runs = records[["task", "pe", "seed"]].drop_duplicates()
+    chosen = records[(records["split"] == "train") & (records["metric"] == "best_step")]
+    steps = records[(records["split"] == "train") & (records["metric"] == "steps")].set_index(["task", "pe", "seed"])
+    assert len(chosen) == len(runs) and len(chosen) == len(steps)
+    for row in chosen.itertuples():
+        assert 0 < row.value <= steps.loc[(row.task, row.pe, row.seed), "value"]
+    val = records[(records["split"] == "val") & records["metric"].isin(["loss", "loss_last"])]
+    best_and_last = val.pivot_table(index=["task", "pe", "seed"], columns="metric", values="value")
+    assert len(best_and_last) == len(runs) and (best_and_last["loss"] <= best_and_last["loss_last"]).all()
+    report = (project / "reports/report.md").read_text()
+    section = report[report.index("## Which step is scored"):]
+    for task in [*full["tasks"], *full["length_tasks"], *full["lm_tasks"]]:
+        assert f"| {task} |" in section, task

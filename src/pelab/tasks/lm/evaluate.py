@@ -46,7 +46,7 @@ from pelab.model.sequence import SequenceTransformer
 from pelab.positional import scheme_of
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.lm.data import LMData
-from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, answer_slice, passkey_rows
+from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
 
 POSITION_BINS = 16
 
@@ -85,29 +85,6 @@ def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int
             count += window - first
         by_position += nll.sum(0)
     return total / count, count, by_position / len(spans)
-
-
-@torch.no_grad()
-def greedy_key(model: SequenceTransformer, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """rows (B, T) ending with the question and the key's ``DIGITS`` digits -> (the digits greedy decoding writes
-    after the question, free-running: each step's argmax fed back, (B, DIGITS); the teacher-forced argmax of each
-    digit given the true digits before it, (B, DIGITS)). A row is re-read only from its first wrong digit on, at most
-    ``DIGITS`` forward passes; a causal model's logits before a position do not depend on it."""
-    length = rows.shape[1]
-    answer = answer_slice(length)
-    with autocast(rows.device):
-        logits, _ = model(rows)  # (B, T, V)
-    forced = logits[:, answer].argmax(-1)  # (B, DIGITS)
-    written, current = forced.clone(), rows.clone()
-    for j in range(DIGITS - 1):  # digit j written: the later digits are read after it
-        wrong = (written[:, j] != current[:, length - DIGITS + j]).nonzero().flatten()
-        if len(wrong) == 0:
-            continue
-        current[wrong, length - DIGITS + j] = written[wrong, j]
-        with autocast(rows.device):
-            logits, _ = model(current[wrong])
-        written[wrong, j + 1:] = logits[:, answer].argmax(-1)[:, j + 1:]
-    return written, forced
 
 
 @torch.no_grad()

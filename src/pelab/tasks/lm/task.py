@@ -23,10 +23,12 @@ from pelab.tasks.base import Batch, Task, TaskConfig
 from pelab.tasks.lm import data as lm_data
 from pelab.tasks.lm.config import LMDataConfig, LMEvalConfig, LMTrainConfig, ModelConfig
 from pelab.tasks.lm.data import LMData
-from pelab.tasks.lm.data.passkey import PasskeyFormat
+from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
 from pelab.tasks.lm.model import build_lm
 
 VAL_ROWS = 64  # validation windows of length L behind the validation-loss curve
+VAL_PASSKEY_ROWS = 16  # passkey rows of length L, depths 0..1, behind the validation passkey curve
+VAL_PASSKEY_SEED = 424_242  # their keys: the same rows for every scheme, seed and step
 MANY_EPOCHS = 4.0  # passes over the training text beyond which a run says it may memorise it
 PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)
 
@@ -115,16 +117,24 @@ class LMTask(Task):
         return lm_loss
 
     def validation(self, cfg: TaskConfig, data: LMData, device: torch.device):
+        """``val_loss`` on ``VAL_ROWS`` text windows of the validation documents (what each run's weights are chosen
+        on); ``val_passkey``: the share of ``VAL_PASSKEY_ROWS`` passkey rows of length L whose whole key greedy
+        decoding writes (a curve only: when retrieval emerges against when the text starts to be memorised)."""
         length = cfg.data.context + 1
         starts = torch.linspace(0, len(data.val) - length, VAL_ROWS).long()
-        rows = text_rows(data.val, starts, length)
+        rows = text_rows(data.val, starts, length).to(device)
+        fmt = PasskeyFormat.of(data.tokenizer)
+        depths = torch.linspace(0, 1, VAL_PASSKEY_ROWS).tolist()
+        keys = passkey_rows(fmt, cfg.data.context, depths, torch.Generator().manual_seed(VAL_PASSKEY_SEED)).to(device)
 
         @torch.no_grad()
         def val_loss(model: SequenceTransformer) -> dict[str, float]:
             model.eval()
             with autocast(device):
-                loss, _ = lm_loss(model, (rows[:, :-1].to(device), rows[:, 1:].to(device)))
-            return {"val_loss": float(loss)}
+                loss, _ = lm_loss(model, (rows[:, :-1], rows[:, 1:]))
+            written, _ = greedy_key(model, keys)
+            found = (written == keys[:, -DIGITS:]).all(dim=1).float().mean()
+            return {"val_loss": float(loss), "val_passkey": float(found)}
 
         return val_loss
 

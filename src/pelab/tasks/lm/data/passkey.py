@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 from tokenizers import Tokenizer
 
+from pelab.device import autocast
+
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 KEY_SENTENCE = "The pass key is {key}. Remember it."
 QUESTION = "What is the pass key? The pass key is"
@@ -86,3 +88,26 @@ def passkey_rows(fmt: PasskeyFormat, length: int, depths: list[float], generator
     """(len(depths), length) rows, one per depth, with keys drawn from ``generator``."""
     keys = torch.randint(0, 10, (len(depths), DIGITS), generator=generator).tolist()
     return torch.stack([fmt.row(length, depth, key) for depth, key in zip(depths, keys)])
+
+
+@torch.no_grad()
+def greedy_key(model: SequenceTransformer, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """rows (B, T) ending with the question and the key's ``DIGITS`` digits -> (the digits greedy decoding writes
+    after the question, free-running: each step's argmax fed back, (B, DIGITS); the teacher-forced argmax of each
+    digit given the true digits before it, (B, DIGITS)). A row is re-read only from its first wrong digit on, at most
+    ``DIGITS`` forward passes; a causal model's logits before a position do not depend on it."""
+    length = rows.shape[1]
+    answer = answer_slice(length)
+    with autocast(rows.device):
+        logits, _ = model(rows)  # (B, T, V)
+    forced = logits[:, answer].argmax(-1)  # (B, DIGITS)
+    written, current = forced.clone(), rows.clone()
+    for j in range(DIGITS - 1):  # digit j written: the later digits are read after it
+        wrong = (written[:, j] != current[:, length - DIGITS + j]).nonzero().flatten()
+        if len(wrong) == 0:
+            continue
+        current[wrong, length - DIGITS + j] = written[wrong, j]
+        with autocast(rows.device):
+            logits, _ = model(current[wrong])
+        written[wrong, j + 1:] = logits[:, answer].argmax(-1)[:, j + 1:]
+    return written, forced
