@@ -164,3 +164,20 @@ def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
         reached = imports(path, evaluation=True)
         assert not any(name.startswith(("pelab.runner", "pelab.tasks", "pelab.params", "pelab.model",
                                         "pelab.training", "pelab.probe")) for name in reached), (path, reached)
+
+
+def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
+    """What a kept run is trained from (``runner.kept_runs.fingerprint``) covers every module a training or tuning
+    stage imports, and no module only evaluation, aggregation or the report imports: an evaluation-only edit never
+    retrains a kept seed, and a training edit always does."""
+    from pelab.runner.kept_runs import fingerprint_sources
+
+    trained = set()
+    for task in task_names():
+        for script in ("train.py", "tune.py"):
+            trained |= {p for p in closure(ROOT / "stages" / script, task, None, False) if SRC in p.parents}
+    covered = set(fingerprint_sources())
+    assert sorted(str(p.relative_to(ROOT)) for p in trained - covered) == ["src/pelab/runner/tune.py"]  # the choice
+    # of rate is in the run's identity
+    evaluation_only = {SRC / "pelab/tasks" / t / "evaluate.py" for t in ("copy", "length", "lm", "translation")}
+    assert not evaluation_only & covered and not {p for p in covered if p not in trained}

@@ -550,3 +550,34 @@ def test_without_a_validation_loss_the_last_step_is_kept():
     cfg = TrainConfig(steps=6, batch_size=4, lr=0.1, warmup_steps=1, log_every=3)
     result = train([model], batches, loss, cfg, torch.device("cpu"))[0]
     assert (result.best_step, result.best_val_loss, result.final_val_loss) == (6, None, None)
+
+
+def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_path, monkeypatch):
+    """The kept runs' fingerprint reads pelab's sources (here a copy of them): an edit to evaluation code leaves the
+    kept seeds valid, an edit to training code makes them stale."""
+    import pelab.runner.kept_runs as kept_runs
+    import pelab.runner.train as runner_train
+
+    package = tmp_path / "pelab"
+    shutil.copytree(kept_runs.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(kept_runs, "PACKAGE", package)
+    params = _params(tmp_path, "copy", steps=10, log_every=5)
+    kept = tmp_path / ".kept" / "copy" / "rope"
+    outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1, 2)]
+    real_train, trained = runner_train.train, []
+
+    def recording(models, *args, **kwargs):
+        trained.append(len(models))
+        return real_train(models, *args, **kwargs)
+
+    monkeypatch.setattr(runner_train, "train", recording)
+    train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", outs[:2], device="cpu", kept=kept)
+    for edited in ("tasks/copy/evaluate.py", "runner/evaluate.py", "report/lm.py"):
+        (package / edited).write_text((package / edited).read_text() + "\n# an evaluation-only edit\n")
+    shutil.rmtree(tmp_path / "runs")
+    train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
+    assert trained == [2, 1]  # only seed 2
+    (package / "training/loop.py").write_text((package / "training/loop.py").read_text() + "\n# a training edit\n")
+    shutil.rmtree(tmp_path / "runs")
+    train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
+    assert trained == [2, 1, 3]

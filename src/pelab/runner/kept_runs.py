@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +26,27 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
 # parts of pelab that no training stage runs or that do not change what a run is (the tuning stage's choice of rate
-# is in the run's identity): folders and modules, relative to src/pelab
-NOT_TRAINING = ("report", "analysis", "probe", "cli.py", "parallel.py", "aggregate.py", "tuned_ranking.py",
-                "runner/tune.py")
+# is in the run's identity): folders, modules and patterns, relative to src/pelab. What remains is the training
+# stages' import closure (``tests/test_dvc_deps.py`` checks both ways), so an evaluation edit never retrains a run.
+NOT_TRAINING = ("report", "analysis", "probe", "cli.py", "compose.py", "parallel.py", "aggregate.py", "stats.py",
+                "tuned_ranking.py", "runner/tune.py", "runner/evaluate.py", "tasks/*/evaluate.py",
+                "tasks/translation/bleu.py", "tasks/translation/decoding.py")
+
+
+def fingerprint_sources() -> list[Path]:
+    """The pelab modules a kept run's fingerprint covers: every one outside ``NOT_TRAINING``."""
+    def excluded(path: Path) -> bool:
+        relative = path.relative_to(PACKAGE)
+        return relative.parts[0] in NOT_TRAINING or any(fnmatch(relative.as_posix(), p) for p in NOT_TRAINING)
+
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if not excluded(p)]
 
 
 def fingerprint(data_dir: str | Path) -> str:
-    """sha256 of the prepared data's files, of every pelab module outside ``NOT_TRAINING``, and of torch's
-    version: a kept run trained under another one is retrained."""
+    """sha256 of the prepared data's files, of ``fingerprint_sources``, and of torch's version: a kept run trained
+    under another one is retrained."""
     digest = hashlib.sha256(torch.__version__.encode())
-    sources = [p for p in sorted(PACKAGE.rglob("*.py"))
-               if not {p.relative_to(PACKAGE).parts[0], p.relative_to(PACKAGE).as_posix()} & set(NOT_TRAINING)]
+    sources = fingerprint_sources()
     data = sorted(p for p in Path(data_dir).rglob("*") if p.is_file())
     for root, paths in ((PACKAGE, sources), (Path(data_dir), data)):
         for path in paths:
