@@ -66,10 +66,12 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
           "value": 0.1 * seed + (pe == "wobble") * 0.05} for pe in ("sinusoidal", "wobble") for seed in range(3)]
         + [{"task": "copy", "pe": pe, "seed": seed, "split": "probe", "length": length, "metric": metric,
             "value": value} for pe in ("sinusoidal", "wobble") for seed in range(3)
-           for length, metric, value in (("all", "trained_length", 12.0), ("12", "attn_entropy_norm", 0.9),
-                                         ("24", "attn_entropy_norm", 0.95), ("12", "first_token_ratio", 1.0),
-                                         ("24", "first_token_ratio", 1.2), ("12", "attn_distance_norm", 1.0),
-                                         ("24", "attn_distance_norm", 0.9))])
+           for length, metric, value in (("all", "trained_length", 12.0), ("12", "attn_entropy_within", 0.9),
+                                         ("24", "attn_entropy_within", 0.9), ("24", "attn_entropy_beyond", 0.95),
+                                         ("12", "first_token_share_within", 0.1),
+                                         ("24", "first_token_share_within", 0.1),
+                                         ("24", "first_token_share_beyond", 0.2), ("12", "attn_distance_within", 3.0),
+                                         ("24", "attn_distance_within", 3.0), ("24", "attn_distance_beyond", 4.0))])
     ctx = ReportContext(study_of(params), records, pd.DataFrame(), tmp_path / "runs", tmp_path / "results",
                         tmp_path / "figures")
     choices = scheme_choices(ctx, "copy", list(params.schemes), USAGE)

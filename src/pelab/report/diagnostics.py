@@ -49,7 +49,7 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
                 ax.set_xlabel("row length / training length")
     # one legend above the panels, every scheme of any row once (a legend in each row hid its lines)
     named = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(named.values(), named.keys(), loc="upper center", ncol=min(len(named), 7), fontsize=9, frameon=False,
+    fig.legend(named.values(), named.keys(), loc="upper center", ncol=max(1, min(len(named), 7)), fontsize=9, frameon=False,
                bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))  # half an inch for the legend's rows
     return save(fig, path)
