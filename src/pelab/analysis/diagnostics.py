@@ -5,6 +5,7 @@ training length. Pure functions of the tidy records."""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -114,8 +115,12 @@ def reading(found: dict[str, Change], score: BeyondScore | None) -> Reading:
     """The ``Reading`` of one task's ``changes`` over the binned metrics (``COMPARED`` × ``BINS``)."""
     scores = {s: summarize(c.score)["mean"] for s, c in found.items()} if score else {}
     longest = {s: {m: v[1]["mean"] for m, v in c.diagnostics.items()} for s, c in found.items()}
-    rises = {s: d["attn_entropy_beyond"] - d["attn_entropy_within"] for s, d in longest.items()}
-    sinks = {s: d["first_token_share_beyond"] for s, d in longest.items()}
+    # a scheme without a beyond bin (its longest row within the training length) is left out of both
+    rises = {s: d["attn_entropy_beyond"] - d["attn_entropy_within"] for s, d in longest.items()
+             if not math.isnan(d["attn_entropy_beyond"])}
+    sinks = {s: d["first_token_share_beyond"] for s, d in longest.items() if s in rises}
+    if not rises:
+        raise ValueError("no probed row is longer than the training length: nothing to compare beyond it")
     sink = max(sinks, key=sinks.get)
     differ = score is not None and len(set(np.round(list(scores.values()), 6))) > 1
     ranked = sorted(scores, key=scores.get, reverse=score.higher_is_better) if differ else []

@@ -42,7 +42,7 @@ def selection(records: pd.DataFrame, task: str, scheme: str) -> Selection | None
         seed_map(records, task, scheme, "train", "steps")
     best, last = seed_map(records, task, scheme, "val", "loss"), seed_map(records, task, scheme, "val", "loss_last")
     seeds = sorted(set(best_steps) & set(best) & set(last))
-    if not seeds:
+    if not seeds or not steps:
         return None
     return Selection([int(best_steps[s]) for s in seeds], int(max(steps.values())), [best[s] for s in seeds],
                      [last[s] for s in seeds])

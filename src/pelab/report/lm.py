@@ -131,6 +131,12 @@ def epochs_read(records: pd.DataFrame, schemes: list[str]) -> float | None:
     return float(found["value"].mean()) if not found.empty else None
 
 
+def steps_trained(records: pd.DataFrame, configured: int) -> int:
+    """The steps the runs trained (``lm.train.epochs`` may set them), else the configured number."""
+    found = records[(records["split"] == "train") & (records["metric"] == "steps")]["value"]
+    return int(found.max()) if not found.empty else int(configured)
+
+
 def section(ctx: ReportContext) -> list[str]:
     if not ctx.has_task(TASK):
         return []
@@ -161,8 +167,7 @@ def section(ctx: ReportContext) -> list[str]:
     tokens = records[(records["split"] == "window") & (records["metric"] == "tokens")]  # the same at every length
     return render(
         "lm.md", model=cfg.model, data=cfg.data, train=cfg.train, context=context, lengths=lengths, far=far,
-        epochs=epochs_read(records, schemes), steps=int(records[(records["split"] == "train")
-                                                               & (records["metric"] == "steps")]["value"].max()),
+        epochs=epochs_read(records, schemes), steps=steps_trained(records, cfg.train.steps),
         scored=int(tokens["value"].iloc[0]) if not tokens.empty else 0, stride=cfg.eval.sliding_stride,
         trials=cfg.eval.passkey_trials, notes=choices(ctx, schemes, variants), table_l=table_l, table_far=table_far,
         table_passkey=table_passkey, reading=reading(records, schemes + variants, context, far),

@@ -9,7 +9,7 @@ wins, so a rate that reaches a lower loss and then overfits is not passed over f
 rate on the whole training split, as the shared-rate runs do. Sweep runs and tuned runs are kept like any run
 (``runner.kept_runs``): a second sweep trains nothing, and a chosen scale of 1 restores the shared-rate runs that
 the train stage kept (so it trains nothing either). Where the task tunes on a validation split
-(``Task.tunes_on_validation_split``: translation, the LM) and training draws no random numbers, a sweep run is an
+(``Task.tunes_on_validation_split``: every task of pelab's studies) and training draws no random numbers, a sweep run is an
 ordinary run at its rate, kept where the train stage (scale 1) and the tuned runs keep theirs: the sweep's seed at
 scale 1 is the shared-rate run, and at the chosen scale it is that seed's tuned run.
 """
