@@ -31,6 +31,20 @@ def _params(tmp_path, task: str, **train):
     return params
 
 
+def record_trainings(monkeypatch) -> list[int]:
+    """Replace the runner's ``train`` with one that records how many seeds each call trains, then trains."""
+    import pelab.runner.train as runner_train
+
+    real_train, trained = runner_train.train, []
+
+    def recording(models, *args, **kwargs):
+        trained.append(len(models))
+        return real_train(models, *args, **kwargs)
+
+    monkeypatch.setattr(runner_train, "train", recording)
+    return trained
+
+
 def _losses(run_dir) -> list[float]:
     return [float(row["loss"]) for row in io.read_csv(run_dir / "history.csv")]
 
@@ -250,18 +264,11 @@ def test_on_the_cpu_seeds_stack_only_where_it_pays_and_a_killed_sequential_stage
 def test_adding_a_seed_trains_only_that_seed_and_a_changed_input_retrains_every_seed(tmp_path, monkeypatch):
     """The kept runs of a stacked stage: with seeds [0, 1] trained, [0, 1, 2] trains seed 2 alone and restores
     0 and 1 unchanged (the same files); a changed learning rate makes every kept run stale."""
-    import pelab.runner.train as runner_train
 
     params = _params(tmp_path, "copy", steps=10, log_every=5)
     kept = tmp_path / ".kept" / "copy" / "rope"
     outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1, 2)]
-    real_train, trained = runner_train.train, []
-
-    def recording(models, *args, **kwargs):
-        trained.append(len(models))
-        return real_train(models, *args, **kwargs)
-
-    monkeypatch.setattr(runner_train, "train", recording)
+    trained = record_trainings(monkeypatch)
     train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", outs[:2], device="cpu", kept=kept)
     before = [(out / "model.pt").read_bytes() for out in outs[:2]]
     shutil.rmtree(tmp_path / "runs")  # as DVC does before it reruns the stage
@@ -289,13 +296,7 @@ def test_a_kept_run_is_restored_only_from_the_same_precision_and_where_training_
                           "model": {**raw["translation"]["model"], "dropout": 0.1}}
     params = smoke_params(tmp_path, translation=raw["translation"])
     get_task("translation").prepare(params.task("translation"), tmp_path / "data")
-    real_train, trained = runner_train.train, []
-
-    def recording(models, *args, **kwargs):
-        trained.append(len(models))
-        return real_train(models, *args, **kwargs)
-
-    monkeypatch.setattr(runner_train, "train", recording)
+    trained = record_trainings(monkeypatch)
     for stack, expected in ((False, [1, 1, 1]), (True, [2, 3])):
         kept, runs = tmp_path / f".kept_{stack}", tmp_path / f"runs_{stack}"
         outs = [runs / f"seed_{k}" for k in (0, 1, 2)]
@@ -556,7 +557,6 @@ def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_p
     """The kept runs' fingerprint reads pelab's sources (here a copy of them): an edit to evaluation code leaves the
     kept seeds valid, an edit to training code makes them stale."""
     import pelab.runner.kept_runs as kept_runs
-    import pelab.runner.train as runner_train
 
     package = tmp_path / "pelab"
     shutil.copytree(kept_runs.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -564,13 +564,7 @@ def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_p
     params = _params(tmp_path, "copy", steps=10, log_every=5)
     kept = tmp_path / ".kept" / "copy" / "rope"
     outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1, 2)]
-    real_train, trained = runner_train.train, []
-
-    def recording(models, *args, **kwargs):
-        trained.append(len(models))
-        return real_train(models, *args, **kwargs)
-
-    monkeypatch.setattr(runner_train, "train", recording)
+    trained = record_trainings(monkeypatch)
     train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", outs[:2], device="cpu", kept=kept)
     for edited in ("tasks/copy/evaluate.py", "runner/evaluate.py", "report/lm.py"):
         (package / edited).write_text((package / edited).read_text() + "\n# an evaluation-only edit\n")
