@@ -32,7 +32,8 @@ def study(repo_root, tmp_path_factory):
 
 def test_every_stage_of_the_default_study_runs(study):
     project, full, out = study
-    stages = {line.split()[0] for line in run(["dvc", "stage", "list"], project).splitlines() if line.strip()}
+    stages = {line.split()[0].rsplit(":", 1)[-1]
+              for line in run(["dvc", "stage", "list", "--all"], project).splitlines() if line.strip()}
     n_main, n_length = len(full["tasks"]) * len(full["pe"]["schemes"]), len(full["length_tasks"]) * len(
         full["length_schemes"])
     n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])

@@ -43,9 +43,10 @@ def run(cmd: list[str], cwd: Path, timeout_s: float | None = 30 * 60) -> str:
 
 def ran(output: str, kind: str) -> set[str]:
     """Stages of ``kind`` (train, train_length, evaluate, …; "" for all) that actually ran (not skipped, not
-    restored from the run cache)."""
-    prefix = f"Running stage '{kind}@" if kind else "Running stage '"
-    return {line.split("'")[1] for line in output.splitlines() if line.startswith(prefix)}
+    restored from the run cache), by name (DVC prints a study's stages as pipelines/<study>/<kind>/dvc.yaml:<name>)."""
+    lines = [line for line in output.splitlines() if line.startswith("Running stage '")]
+    names = {line.split("'")[1].rsplit(":", 1)[-1] for line in lines}
+    return {name for name in names if not kind or name.startswith(f"{kind}@")}
 
 
 def trains(tasks=TASKS, schemes=SCHEMES, stage="train") -> set[str]:
@@ -62,8 +63,8 @@ def edit_params(project: Path, change) -> None:
 
 
 def locked_trains(project: Path, seeds: list[int]) -> set[str]:
-    """train@ stages that dvc.lock records as trained with params ``seeds``."""
-    lock = project / "dvc.lock"
+    """train@ stages that their dvc.lock records as trained with params ``seeds``."""
+    lock = project / "pipelines/main/train/dvc.lock"
     if not lock.exists():
         return set()
     try:
@@ -74,6 +75,12 @@ def locked_trains(project: Path, seeds: list[int]) -> set[str]:
         return set()
     return {name for name, entry in lock_data.get("stages", {}).items()
             if name.startswith("train@") and entry.get("params", {}).get("params.yaml", {}).get("seeds") == seeds}
+
+
+def last_lock_write(project: Path) -> float:
+    """When DVC last wrote one of the pipeline's lock files (the root's and each pipelines/<study>/<kind>/'s)."""
+    return max(p.stat().st_mtime for p in [project / "dvc.lock", *project.glob("pipelines/*/*/dvc.lock")]
+               if p.exists())
 
 
 def copy_worktree(repo_root: Path, dest: Path) -> Path:
@@ -198,11 +205,10 @@ def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_
                             text=True, start_new_session=True)
     try:
         deadline = time.time() + 300
-        lock = project / "dvc.lock"
-        # kill inside a stage, never inside DVC's (non-atomic) write of dvc.lock: wait until the lock records
-        # two finished stacks and has not been touched for a second (the next stage has started by then)
+        # kill inside a stage, never inside DVC's (non-atomic) write of a dvc.lock: wait until the lock records
+        # two finished stacks and no lock has been touched for a second (the next stage has started by then)
         while time.time() < deadline and proc.poll() is None and not (
-                len(locked_trains(project, seeds)) >= 2 and time.time() - lock.stat().st_mtime > 1.0):
+                len(locked_trains(project, seeds)) >= 2 and time.time() - last_lock_write(project) > 1.0):
             time.sleep(0.05)
     finally:  # always: a dvc left running would hold the repository's lock for the next test
         os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running

@@ -70,4 +70,4 @@ def test_pelab_parallel_runs_the_shards_at_once_and_the_final_run_trains_and_eva
     assert out.strip().endswith("the final run executed 2 stage(s): aggregate, report"), out
     for task, scheme in (("copy", "none"), ("copy", "rope"), ("reverse", "none"), ("reverse", "rope")):
         assert (project / "reports" / "metrics" / task / f"{scheme}.json").exists(), (task, scheme)
-    assert "train@copy-rope" in (project / "dvc.lock").read_text()
+    assert "train@copy-rope" in (project / "pipelines/main/train/dvc.lock").read_text()

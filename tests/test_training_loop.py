@@ -330,13 +330,14 @@ def test_mixed_precision_is_bf16_or_none_never_fp16(monkeypatch):
     assert dev.amp_dtype(torch.device("cpu")) is None and dev.precision(torch.device("cpu")) == "cpu-fp32"
 
 
-def test_the_fingerprint_of_kept_runs_follows_the_data(tmp_path):
+def test_the_fingerprint_of_kept_runs_follows_the_data_and_the_scheme(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.pt").write_bytes(b"a")
-    first = fingerprint(tmp_path / "data")
-    assert fingerprint(tmp_path / "data") == first
+    first = fingerprint(tmp_path / "data", "copy", "rope")
+    assert fingerprint(tmp_path / "data", "copy", "rope") == first
+    assert fingerprint(tmp_path / "data", "copy", "alibi") != first  # another scheme's module
     (tmp_path / "data" / "train.pt").write_bytes(b"b")
-    assert fingerprint(tmp_path / "data") != first
+    assert fingerprint(tmp_path / "data", "copy", "rope") != first
 
 
 def test_the_stage_saves_the_training_state_as_often_as_asked(tmp_path, monkeypatch):
@@ -554,19 +555,21 @@ def test_without_a_validation_loss_the_last_step_is_kept():
 
 
 def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_path, monkeypatch):
-    """The kept runs' fingerprint reads pelab's sources (here a copy of them): an edit to evaluation code leaves the
-    kept seeds valid, an edit to training code makes them stale."""
-    import pelab.runner.kept_runs as kept_runs
+    """The kept runs' fingerprint reads the training code's import closure (here in a copy of pelab): an edit to
+    evaluation code or to another scheme's module leaves the kept seeds valid, an edit to training code makes them
+    stale."""
+    import pelab.pipeline.closure as closure
 
     package = tmp_path / "pelab"
-    shutil.copytree(kept_runs.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(kept_runs, "PACKAGE", package)
+    shutil.copytree(closure.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(closure, "PACKAGE", package)
+    monkeypatch.setattr(closure, "SRC", tmp_path)
     params = _params(tmp_path, "copy", steps=10, log_every=5)
     kept = tmp_path / ".kept" / "copy" / "rope"
     outs = [tmp_path / "runs" / f"seed_{k}" for k in (0, 1, 2)]
     trained = record_trainings(monkeypatch)
     train_runs(params, "copy", "rope", [0, 1], tmp_path / "data", outs[:2], device="cpu", kept=kept)
-    for edited in ("tasks/copy/evaluate.py", "runner/evaluate.py", "report/lm.py"):
+    for edited in ("tasks/copy/evaluate.py", "runner/evaluate.py", "report/lm.py", "positional/alibi.py"):
         (package / edited).write_text((package / edited).read_text() + "\n# an evaluation-only edit\n")
     shutil.rmtree(tmp_path / "runs")
     train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)

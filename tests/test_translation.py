@@ -82,7 +82,8 @@ def test_shipped_corpus_is_verified_and_a_prepare_dependency(multi30k_dir, repo_
     assert set(sums) == {f"{s}.{lang}.gz" for s in multi30k.SPLITS for lang in ("fr", "en")}
     for name, digest in sums.items():
         assert multi30k.sha256_of(multi30k_dir / name) == digest == multi30k.SHA256[name]
-    assert "corpora" in yaml.safe_load((repo_root / "dvc.yaml").read_text())["stages"]["prepare"]["do"]["deps"]
+    prepare = yaml.safe_load((repo_root / "pipelines/main/prepare/dvc.yaml").read_text())["stages"]["prepare"]
+    assert "corpora" in prepare["do"]["deps"]
     assert "Terms" in (multi30k_dir / "README.md").read_text()
 
 

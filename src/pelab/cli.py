@@ -123,6 +123,24 @@ def compose_cmd(overrides: tuple[str, ...], conf_dir: str, out_path: str) -> Non
         Path(out_path).write_text(text)
 
 
+@main.command("pipeline")
+@click.option("--check", is_flag=True, help="write nothing; exit 1 if a pipeline file is not what it would write")
+def pipeline_cmd(check: bool) -> None:
+    """Write dvc.yaml and pipelines/<study>/<kind>/dvc.yaml from the study records (pelab/studies.py) and each
+    stage's import closure. Run it after adding a study, a task or a module a stage imports."""
+    from pelab.pipeline.write import ROOT, pipeline_files, write
+
+    if check:
+        stale = [rel for rel, text in pipeline_files().items()
+                 if not (ROOT / rel).exists() or (ROOT / rel).read_text() != text]
+        if stale:
+            raise click.ClickException(f"stale pipeline files (run `pelab pipeline`): {', '.join(stale)}")
+        click.echo("the pipeline files are up to date")
+        return
+    changed = write()
+    click.echo(f"wrote {', '.join(changed)}" if changed else "the pipeline files are up to date")
+
+
 @main.command("run")
 @click.option("--task", "task_name", required=True, type=_LazyChoice(_task_names, "task"), help="see `pelab tasks`")
 @click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme"), help="see `pelab schemes`")

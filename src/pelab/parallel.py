@@ -20,35 +20,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Study:
-    """One study of the composed params, as the shards see it."""
-
-    schemes_of: Callable[[dict[str, Any]], list[str]]  # its schemes in the composed params ([] when it is off)
-    key: str  # the override that selects a subset of its schemes
-    drop: str  # the override that leaves it out
-    prepare: str  # its prepare and evaluation stage groups in dvc.yaml
-    evaluate: str
-    tune: str  # the params list of its tuned tasks (``tune.tasks``, …), and their evaluation stage group
-    evaluate_tuned: str
-
-    def tuned(self, composed: dict[str, Any]) -> bool:
-        return bool((composed.get("tune") or {}).get(self.tune.removeprefix("tune.")))
+from pelab.studies import STUDIES
 
 
-STUDIES = (
-    Study(lambda p: p["pe"]["schemes"] if p.get("tasks") else [], "pe", "tasks=[]", "prepare", "evaluate",
-          "tune.tasks", "evaluate_tuned"),
-    Study(lambda p: p.get("length_schemes", []) if p.get("length_tasks") else [], "length_schemes",
-          "length_tasks=[]", "prepare_length", "evaluate_length", "tune.length_tasks", "evaluate_tuned_length"),
-    Study(lambda p: p.get("lm_schemes", []) if p.get("lm_tasks") else [], "lm_schemes", "lm_tasks=[]",
-          "prepare_lm", "evaluate_lm", "tune.lm_tasks", "evaluate_tuned_lm"),
-)
 RAN_STAGE = re.compile(r"Running stage '([^']+)'")
 DONE = ("Success", "Failed")
 STALL_S = 30.0  # how long experiments wait with no worker alive before the workers are started again
@@ -64,17 +41,17 @@ def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
     shards: list[dict[str, list[str]]] = [{} for _ in range(workers)]
     turn = 0
     for study in STUDIES:
-        for scheme in study.schemes_of(composed):
-            shards[turn % workers].setdefault(study.key, []).append(scheme)
+        for scheme in study.schemes_in(composed):
+            shards[turn % workers].setdefault(study.select, []).append(scheme)
             turn += 1
     out = []
     for shard in (shard for shard in shards if shard):
         overrides = []
         for s in STUDIES:
-            if s.key in shard:
-                overrides.append(f"{s.key}=[{','.join(shard[s.key])}]")
+            if s.select in shard:
+                overrides.append(f"{s.select}=[{','.join(shard[s.select])}]")
             else:  # a study left out is tuned nowhere either
-                overrides += [s.drop, *([f"{s.tune}=[]"] if s.tuned(composed) else [])]
+                overrides += [f"{s.tasks_key}=[]", *([f"{s.tune_key}=[]"] if s.values(composed, s.tune_key) else [])]
         out.append(overrides)
     return out
 
@@ -82,8 +59,9 @@ def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
 def shard_targets(shard: Sequence[str], composed: dict[str, Any] | None = None) -> list[str]:
     """The evaluation stage groups a shard runs (with their training and prepare stages upstream): its studies'
     and, where ``composed`` tunes a study, the tuned runs' (``evaluate_tuned*``, upstream the sweeps)."""
-    mine = [s for s in STUDIES if any(o.startswith(f"{s.key}=[") for o in shard)]
-    return [s.evaluate for s in mine] + [s.evaluate_tuned for s in mine if composed and s.tuned(composed)]
+    mine = [s for s in STUDIES if any(o.startswith(f"{s.select}=[") for o in shard)]
+    tuned = [s for s in mine if composed and s.values(composed, s.tune_key)]
+    return [s.target("evaluate") for s in mine] + [s.target("evaluate_tuned") for s in tuned]
 
 
 def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:
@@ -108,7 +86,7 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
     cwd = Path(cwd)
     composed = compose_params(cwd / "conf", list(overrides))
     shards = shard_overrides(composed, workers)
-    prepare = [s.prepare for s in STUDIES if s.schemes_of(composed)]
+    prepare = [s.target("prepare") for s in STUDIES if s.schemes_in(composed)]
     echo(f"prepare once: dvc exp run {' '.join(_flags(overrides))} {' '.join(prepare)}")
     _dvc(["exp", "run", *_flags(overrides), *prepare], cwd, tee=echo)
 

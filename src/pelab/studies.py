@@ -1,9 +1,11 @@
-"""What the validated params (``pelab.params.Params``) and the report's view of them (``pelab.report.study.Study``)
-share: which schemes run a task, the main tasks, one task's configuration. Reads only the lists a study is made of,
-so the report can use it without importing task code."""
+"""The studies: their records (``STUDIES``: each study's params keys, task package and stage names, which the
+pipeline, ``pelab parallel`` and the params read), and what the validated params (``pelab.params.Params``) and the
+report's view of them (``pelab.report.study.Study``) share (``StudyLists``). Imports no task code, so the report can
+use it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -34,3 +36,73 @@ class StudyLists:
         if name not in self.task_configs:
             raise ValueError(f"task {name!r} is not in this study's tasks; valid choices: {', '.join(self.tasks)}")
         return self.task_configs[name]
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """One study's record: what the pipeline (``pelab pipeline``), ``pelab parallel`` and the params read about it.
+
+    A study is a list of tasks crossed with a list of schemes, each a params key; every (task, scheme) is one
+    training and one evaluation stage, and the tasks in its tuned list also get a tuning and a tuned-evaluation
+    stage. Each stage group lives in its own ``pipelines/<name>/<kind>/dvc.yaml``: DVC rewrites a stage's whole
+    ``dvc.lock`` after every stage, so small lock files save time (``benchmarks/results/suite_time.md``)."""
+
+    name: str
+    tasks_key: str  # the params list of its tasks
+    schemes_key: str  # the params list of its schemes (dotted)
+    select: str  # the override that runs a subset of its schemes (`pe=[rope,t5]`: pe is a config group)
+    tune_key: str  # the params list of its tuned tasks (a subset of tasks_key)
+    package: str | None  # the task package (pelab/tasks/<package>) and params section every task shares; None:
+    # each task is its own package and section
+    suffix: str  # its stages: prepare<suffix>, train<suffix>, evaluate<suffix>, tune<suffix>, evaluate_tuned<suffix>
+    corpora: tuple[str, ...] = ()  # folders of the repository its prepare stage reads
+    about: str = ""  # one line for the pipeline file's header
+
+    def pipeline(self, kind: str) -> str:
+        """The file of ``kind``'s stage group (prepare, train, evaluate, tune, evaluate_tuned)."""
+        return f"pipelines/{self.name}/{kind}/dvc.yaml"
+
+    def stage(self, kind: str) -> str:
+        """The stage group of ``kind`` (prepare, train, evaluate, tune, evaluate_tuned)."""
+        return f"{kind}{self.suffix}"
+
+    def target(self, kind: str) -> str:
+        """``kind``'s stage group as `dvc repro` and `dvc exp run` name it from the repository's root."""
+        return f"{self.pipeline(kind)}:{self.stage(kind)}"
+
+    def section(self, task: str = "${item.task}") -> str:
+        """The params section ``task`` reads."""
+        return self.package or task
+
+    def owns(self, task_module: str) -> bool:
+        """Whether the task whose class lives in ``task_module`` belongs to this study."""
+        packages = {s.package for s in STUDIES if s.package}
+        folder = task_module.split(".")[2]
+        return folder == self.package if self.package else folder not in packages
+
+    def values(self, params: dict[str, Any], key: str) -> list[str]:
+        """The list at dotted ``key`` of composed ``params`` ([] where absent)."""
+        node: Any = params
+        for part in key.split("."):
+            node = (node or {}).get(part)
+        return list(node or [])
+
+    def schemes_in(self, params: dict[str, Any]) -> list[str]:
+        """Its schemes in composed ``params``; [] when it has no task there (the study is off)."""
+        return self.values(params, self.schemes_key) if self.values(params, self.tasks_key) else []
+
+
+STUDIES = (
+    StudyRecord("main", "tasks", "pe.schemes", "pe", "tune.tasks", None, "", corpora=("corpora",),
+          about="the main study: copy and Multi30k translation, every scheme of `pe.schemes`"),
+    StudyRecord("length", "length_tasks", "length_schemes", "length_schemes", "tune.length_tasks", "length", "_length",
+          about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
+    StudyRecord("lm", "lm_tasks", "lm_schemes", "lm_schemes", "tune.lm_tasks", "lm", "_lm", corpora=("corpora/lm",),
+          about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
+)
+STAGE_KINDS = ("prepare", "train", "evaluate", "tune", "evaluate_tuned")
+
+
+def study_of(task_module: str) -> StudyRecord:
+    """The study of the task whose class lives in ``task_module``."""
+    return next(s for s in STUDIES if s.owns(task_module))

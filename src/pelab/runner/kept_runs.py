@@ -6,7 +6,8 @@ finished runs are therefore also kept, as hard links (no second copy on disk), i
 a copy of their live curves (which DVCLive appends to) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
 (``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
 it from now: ``identity`` (task, scheme, model and training sections, options, data info, device type and
-precision) and ``fingerprint`` (the prepared data, the pelab code that training can run, and torch's version);
+precision) and ``fingerprint`` (the prepared data, the pelab modules training imports for that task and scheme, and
+torch's version);
 and, where training draws random numbers (dropout, randomized positions), in the same stack of seeds.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -24,29 +24,23 @@ import torch
 from pelab import io
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 
-PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
-# parts of pelab that no training stage runs or that do not change what a run is (the tuning stage's choice of rate
-# is in the run's identity): folders, modules and patterns, relative to src/pelab. What remains is the training
-# stages' import closure (``tests/test_dvc_deps.py`` checks both ways), so an evaluation edit never retrains a run.
-NOT_TRAINING = ("report", "analysis", "probe", "cli.py", "compose.py", "parallel.py", "aggregate.py", "stats.py",
-                "tuned_ranking.py", "runner/tune.py", "runner/evaluate.py", "tasks/*/evaluate.py",
-                "tasks/translation/bleu.py", "tasks/translation/decoding.py")
+def fingerprint_sources(task: str, scheme: str) -> list[Path]:
+    """The pelab modules a kept run of ``task`` and ``scheme`` is trained from: the import closure of the training
+    code (``pelab.runner.train``) for that task and scheme, the same rule that writes the training stages' deps in
+    dvc.yaml (``pelab.pipeline.closure``). An evaluation edit, or an edit to another scheme's module, never
+    retrains a kept run; the tuning stage's choice of rate is in the run's identity."""
+    from pelab.pipeline.closure import PACKAGE, closure
+
+    return sorted(closure(PACKAGE / "runner/train.py", task, scheme, evaluation=False))
 
 
-def fingerprint_sources() -> list[Path]:
-    """The pelab modules a kept run's fingerprint covers: every one outside ``NOT_TRAINING``."""
-    def excluded(path: Path) -> bool:
-        relative = path.relative_to(PACKAGE)
-        return relative.parts[0] in NOT_TRAINING or any(fnmatch(relative.as_posix(), p) for p in NOT_TRAINING)
-
-    return [p for p in sorted(PACKAGE.rglob("*.py")) if not excluded(p)]
-
-
-def fingerprint(data_dir: str | Path) -> str:
+def fingerprint(data_dir: str | Path, task: str, scheme: str) -> str:
     """sha256 of the prepared data's files, of ``fingerprint_sources``, and of torch's version: a kept run trained
     under another one is retrained."""
+    from pelab.pipeline.closure import PACKAGE
+
     digest = hashlib.sha256(torch.__version__.encode())
-    sources = fingerprint_sources()
+    sources = fingerprint_sources(task, scheme)
     data = sorted(p for p in Path(data_dir).rglob("*") if p.is_file())
     for root, paths in ((PACKAGE, sources), (Path(data_dir), data)):
         for path in paths:

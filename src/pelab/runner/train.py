@@ -106,7 +106,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
     if data is not whole:  # trained on part of the training split: never restored as an ordinary run
         identity["tuning"] = True
     if store is not None:
-        identity["fingerprint"] = fingerprint(data_dir)
+        identity["fingerprint"] = fingerprint(data_dir, task_name, scheme)
     # where training draws random numbers (dropout, randomized positions), a seed's draws depend on the stack it
     # trains in (vmap's per-seed streams): a kept run is then restored only if it trained in the same stack
     draws = draws_random_numbers(cfg, scheme)

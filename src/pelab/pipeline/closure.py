@@ -1,0 +1,94 @@
+"""What a stage executes, read from the imports of its script: the files an edit to which must re-run it.
+
+Imports are followed at module level and inside functions, never under ``if TYPE_CHECKING``, with three cuts that
+follow meaning:
+
+* a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py,
+  ``pelab.probe``): followed for evaluation stages only, so editing evaluation never retrains;
+* the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only the
+  stage's scheme's is followed (and ``none``, the cross-attention scheme of encoder-decoders);
+* likewise the task registry imports every task's package: only the stage's task's is followed.
+
+A stage without a task or scheme (prepare, aggregate, report) may reach any of them.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
+SRC = PACKAGE.parent
+ROOT = SRC.parent  # the repository: stages/ and src/
+EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
+
+
+def module_file(name: str) -> Path | None:
+    """src/pelab/a/b.py or src/pelab/a/b/__init__.py for ``pelab.a.b``; stages/_common.py for ``_common``."""
+    if name == "_common":
+        return ROOT / "stages/_common.py"
+    base = SRC / Path(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.exists():
+            return path
+    return None
+
+
+@cache
+def imports(path: Path, evaluation: bool) -> frozenset[str]:
+    """The pelab modules ``path`` imports (and ``_common``), with their parent packages."""
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        evaluate_method = isinstance(node, ast.FunctionDef) and node.name in EVALUATION_METHODS and not evaluation
+        if type_checking or evaluate_method:
+            skip |= {id(n) for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]  # a name may be a submodule
+        else:
+            continue
+        for name in names:
+            if name == "_common" or name.startswith("pelab"):
+                parts = name.split(".")
+                found |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return frozenset(name for name in found if module_file(name) is not None)
+
+
+def task_package(task: str) -> str:
+    """``pelab.tasks.<folder>``: the package of a task's class."""
+    from pelab.tasks import TASKS
+
+    return ".".join(TASKS[task].__module__.split(".")[:3])
+
+
+def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool) -> set[Path]:
+    """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any), itself included."""
+    from pelab.positional import scheme_names
+    from pelab.tasks import TASKS, task_names
+
+    scheme_modules = {f"pelab.positional.{name}" for name in scheme_names()}  # a scheme's module is named like it
+    wanted_schemes = {f"pelab.positional.{s}" for s in (scheme_names() if scheme is None else [scheme, "none"])}
+    task_packages = {task_package(t) for t in TASKS}
+    wanted_tasks = {task_package(t) for t in (task_names() if task is None else [task])}
+    todo, seen = [script], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in imports(path, evaluation):
+            if name in scheme_modules and name not in wanted_schemes and path.name == "registry.py":
+                continue  # the registry lists every scheme; the stage builds only its own
+            in_task = next((pkg for pkg in task_packages if name == pkg or name.startswith(pkg + ".")), None)
+            if in_task not in (None, *wanted_tasks) and path == PACKAGE / "tasks/__init__.py":
+                continue  # likewise the task registry
+            todo.append(module_file(name))
+    return seen

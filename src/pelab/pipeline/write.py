@@ -1,0 +1,296 @@
+"""`pelab pipeline`: the DVC pipeline written from the study records (``pelab.studies.STUDIES``).
+
+Writes ``pipelines/<study>/<kind>/dvc.yaml`` for each study's stage groups (prepare, train, evaluate, tune,
+evaluate_tuned; each a DVC ``matrix`` over the study's params lists, so `dvc exp run -S` chooses tasks and schemes)
+and the root ``dvc.yaml`` (aggregate and report over every study, the plots). One file per stage group, because each
+file keeps its own ``dvc.lock`` and DVC rewrites the whole lock after every stage: a cost that grows with the file,
+so with the square of the stages in it (``benchmarks/results/suite_time.md``).
+
+A stage's code dependencies are the import closure of its script (``pelab.pipeline.closure``) over every task of
+the study and every registered scheme, written with ``${item.task}`` and ``${item.scheme}`` where a path is the
+item's own (``src/pelab/tasks/copy`` → ``src/pelab/tasks/${item.task}``), and as one folder where the closure holds
+every file in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pelab.pipeline.closure import PACKAGE, ROOT, closure
+from pelab.studies import STAGE_KINDS, STUDIES, StudyRecord, study_of
+
+HEADER = """\
+# Written by `pelab pipeline` from the study records (src/pelab/studies.py) and each stage's import closure
+# (src/pelab/pipeline/closure.py): edit those, then run `pelab pipeline`; tests/test_pipeline_files.py fails when
+# this file is not what that command writes. Every path a stage reads or writes is named here.
+"""
+TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
+WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
+
+# The plots of the root pipeline (`dvc plots show`): each reads a CSV that stages/aggregate.py writes.
+PLOTS = (
+    ("copy_train_loss", "loss", "Copy task — training loss (mean over seeds)", "cross-entropy"),
+    ("copy_val_loss", "val_loss", "Copy task — validation loss (held-out training sequences, mean over seeds)",
+     "cross-entropy per token"),
+    ("translation_val_loss", "val_loss", "Translation — validation loss (mean over seeds)",
+     "cross-entropy per target token"),
+    ("translation_train_loss", "loss", "Translation — training loss (label-smoothed, mean over seeds)",
+     "cross-entropy"),
+)
+
+COMMENTS = {
+    "prepare": "One prepare stage per task: the data every scheme of the task trains and is scored on.",
+    "train": "One training stage per (task, scheme): its seeds train together as one vectorised model\n"
+             "(pelab/training/stacking.py). Finished runs are also kept under .kept/ (not an output: DVC deletes\n"
+             "outputs before a rerun), so adding a seed trains only that seed and a killed stage resumes from the\n"
+             "state it saves there (pelab/runner/kept_runs.py). Depends on its scheme's module (and those a scheme\n"
+             "wraps) and on the params it reads: the task's model and train sections and the scheme's options\n"
+             "(`positional.<scheme>`, overridden per task by `<task>.positional.<scheme>`). Its live curves (loss,\n"
+             "lr, val_loss on a split held out from training; each run keeps its weights at its lowest) are cached\n"
+             "like any output: DVC's run cache restores a stage only if every output can be restored.",
+    "evaluate": "One evaluation stage per (task, scheme), over its seeds: results/<task>/<scheme>/seed_<k>/.\n"
+                "Evaluation code and `<task>.eval` are dependencies of the evaluation stages only.",
+    "tune": "Per-scheme learning rates (pelab/runner/tune.py), for the tasks of the study's tune list: seed tune.seed\n"
+            "trains at each of tune.scales times the task's rate on its tuning data (no test rows), the rate of\n"
+            "lowest best validation loss is chosen, and every seed trains at it into runs/tuned (the sweep in\n"
+            "runs/sweep). A chosen scale of 1 restores the shared-rate runs kept under .kept/.",
+    "evaluate_tuned": "The tuned runs, scored like the evaluate stages' (results/tuned/<task>/<scheme>/).",
+}
+
+
+def registered_tasks(study: StudyRecord) -> list[str]:
+    from pelab.tasks import TASKS
+
+    return [name for name, cls in TASKS.items() if study_of(cls.__module__) is study]
+
+
+@cache
+def _files_under(folder: Path) -> frozenset[Path]:
+    return frozenset(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def with_resources(files: set[Path]) -> set[Path]:
+    """``files`` and the files code beside them reads: non-Python files in their folders, and folders without
+    Python code inside those (templates)."""
+    out = set(files)
+    for folder in {f.parent for f in files if PACKAGE in f.parents}:
+        for path in folder.iterdir():
+            if path.is_file() and path.suffix != ".py":
+                out.add(path)
+            elif path.is_dir() and path.name != "__pycache__" and not any(path.rglob("*.py")):
+                out |= _files_under(path)
+    return out
+
+
+def compress(files: set[Path]) -> set[Path]:
+    """``files`` (and their resources) with each folder of pelab whose every file is among them as the folder."""
+    files = with_resources(files)
+    out = set()
+    for path in files:
+        top = path
+        if PACKAGE in path.parents:
+            for folder in path.parents:
+                if folder == PACKAGE or not _files_under(folder) <= files:
+                    break
+                top = folder
+        out.add(top)
+    return out
+
+
+def template(path: Path, task: str | None, scheme: str | None, task_var: str) -> str:
+    """``path`` relative to the repository, with the item's own task folder and scheme module as variables."""
+    text = path.relative_to(ROOT).as_posix()
+    if task is not None:
+        folder = f"src/pelab/tasks/{task}"
+        if text == folder or text.startswith(folder + "/"):
+            text = f"src/pelab/tasks/{task_var}{text[len(folder):]}"
+    if scheme is not None and text == f"src/pelab/positional/{scheme}.py":
+        text = f"src/pelab/positional/{SCHEME}.py"
+    return text
+
+
+def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: bool, task_var: str = TASK) -> list[str]:
+    """The code dependencies of a stage group of ``study`` that runs ``stages/<script>``: the union, over its tasks
+    (and every registered scheme when ``per_scheme``), of the script's closure, templated. A templated path that
+    some task lacks becomes its task folder."""
+    from pelab.positional import scheme_names
+
+    per_task = study.package is None
+    tasks = registered_tasks(study)
+    entries: set[str] = set()
+    for task in tasks:
+        for scheme in (scheme_names() if per_scheme else [None]):
+            found = compress(closure(ROOT / "stages" / script, task, scheme, evaluation))
+            entries |= {template(p, task if per_task else None, scheme, task_var) for p in found}
+    if per_task:
+        entries = {_widen(e, tasks, task_var) for e in entries}
+    return _ordered(entries)
+
+
+def _widen(entry: str, tasks: Iterable[str], task_var: str) -> str:
+    while task_var in entry and not all((ROOT / entry.replace(task_var, t)).exists() for t in tasks):
+        entry = entry.rsplit("/", 1)[0]
+    return entry
+
+
+def _ordered(entries: Iterable[str]) -> list[str]:
+    """Without entries inside another entry's folder; the stage scripts first."""
+    entries = set(entries)
+    inside = {e for e in entries if any(e.startswith(f + "/") for f in entries)}
+    return sorted(entries - inside, key=lambda e: (not e.startswith("stages/"), e.startswith("stages/_"), e))
+
+
+def study_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
+    """The five stage groups of ``study``, as dvc.yaml holds them."""
+    section = study.package or TASK
+    tasks, schemes, tuned = (f"${{{k}}}" for k in (study.tasks_key, study.schemes_key, study.tune_key))
+    run = f"{TASK}/{SCHEME}"
+    scheme_params = [f"positional.{SCHEME}", f"{section}.positional.{SCHEME}"]
+    train_params = ["seeds", f"{section}.model", f"{section}.train", *scheme_params]
+    prepare_section = study.package or ITEM
+    stages = {
+        study.stage("prepare"): {
+            "foreach": f"${{{study.tasks_key}}}",
+            "do": {
+                "wdir": WDIR,
+                "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
+                "deps": [*code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
+                "params": [f"{prepare_section}.data"],
+                "outs": [f"data/{ITEM}"],
+            },
+        },
+        study.stage("train"): {
+            "matrix": {"task": tasks, "scheme": schemes},
+            "wdir": WDIR,
+            "cmd": f"python stages/train.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
+                   "--live dvclive",
+            "deps": [f"data/{TASK}", *code_deps("train.py", study, True, False)],
+            "params": train_params,
+            "outs": [f"runs/{run}"],
+            "plots": [{f"dvclive/{run}": {"x": "step"}}],
+        },
+        study.stage("evaluate"): _evaluation(study, tasks, schemes, "runs", "results"),
+        study.stage("tune"): {
+            "matrix": {"task": tuned, "scheme": schemes},
+            "wdir": WDIR,
+            "cmd": f"python stages/tune.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs/tuned "
+                   "--sweeps runs/sweep",
+            "deps": [f"data/{TASK}", *code_deps("tune.py", study, True, False)],
+            "params": ["seeds", "tune.scales", "tune.seed", *train_params[1:]],
+            "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}"],
+        },
+        study.stage("evaluate_tuned"): _evaluation(study, tuned, schemes, "runs/tuned", "results/tuned"),
+    }
+    return stages
+
+
+def _evaluation(study: StudyRecord, tasks: str, schemes: str, runs: str, results: str) -> dict[str, Any]:
+    section = study.package or TASK
+    return {
+        "matrix": {"task": tasks, "scheme": schemes},
+        "wdir": WDIR,
+        "cmd": f"python stages/evaluate.py --task {TASK} --scheme {SCHEME} --runs {runs} --data data/{TASK} "
+               f"--out {results}/{TASK}/{SCHEME}",
+        "deps": [f"data/{TASK}", f"{runs}/{TASK}/{SCHEME}", *code_deps("evaluate.py", study, True, True)],
+        "params": ["seeds", f"{section}.eval"],
+        "outs": [f"{results}/{TASK}/{SCHEME}"],
+    }
+
+
+def root_stages() -> dict[str, dict[str, Any]]:
+    """aggregate and report: over every study's runs and results."""
+    from pelab.tasks import task_names
+
+    sections = list(dict.fromkeys(study_of_task(t).package or t for t in task_names()))
+    study_keys = [k for s in STUDIES for k in (s.tasks_key, s.schemes_key)]
+    return {
+        "aggregate": {
+            "cmd": "python stages/aggregate.py --runs runs --results results --metrics reports/metrics "
+                   "--summary reports/summary.json --records reports/records.csv --plots reports/plots "
+                   "--study reports/study.json --tuning reports/tuning.json",
+            "deps": [*_ordered(_root_deps("aggregate.py")), "runs", "results"],
+            # every key reports/study.json holds: the report reads the study from it, not from params.yaml
+            "params": ["profile", *study_keys, "seeds", "reference", "tune", "positional", *sections],
+            "metrics": [{"reports/metrics": {"cache": False}}],
+            "outs": [{"reports/summary.json": {"cache": False}}, "reports/records.csv",
+                     {"reports/plots": {"cache": False}}, {"reports/study.json": {"cache": False}},
+                     {"reports/tuning.json": {"cache": False}}],
+        },
+        "report": {
+            "cmd": "python stages/report.py --study reports/study.json --records reports/records.csv "
+                   "--plots reports/plots --runs runs --results results --tuning reports/tuning.json "
+                   "--figures reports/figures --out reports/report.md",
+            "deps": [*_ordered(_root_deps("report.py")), "reports/study.json", "reports/tuning.json",
+                     "reports/records.csv", "reports/plots", "runs", "results"],
+            "outs": ["reports/report.md"],
+            "plots": ["reports/figures"],
+        },
+    }
+
+
+def study_of_task(task: str) -> StudyRecord:
+    from pelab.tasks import TASKS
+
+    return study_of(TASKS[task].__module__)
+
+
+def _root_deps(script: str) -> set[str]:
+    return {p.relative_to(ROOT).as_posix() for p in compress(closure(ROOT / "stages" / script, None, None, True))}
+
+
+ROOT_COMMENTS = {
+    "aggregate": "Every study's runs and results -> the metrics (`dvc metrics show`), the summary (`pelab summary`),\n"
+                 "records.csv, the curves' CSVs (kept in git, so `dvc plots diff` works without a remote), the\n"
+                 "study's params as plain data (reports/study.json, what the report reads) and the tuned ranking.",
+    "report": "reports/report.md and its figures, from files only: the report runs no model and imports no task,\n"
+              "model or training code. The figures are DVC image plots: `dvc plots diff <rev>` shows them.",
+}
+
+
+def _dump(stages: dict[str, dict[str, Any]], comments: dict[str, str], kind_of) -> str:
+    blocks = []
+    for name, body in stages.items():
+        comment = "".join(f"  # {line}\n" for line in comments[kind_of(name)].splitlines())
+        text = yaml.safe_dump({name: body}, sort_keys=False, width=116, allow_unicode=True)
+        blocks.append(comment + "".join(f"  {line}\n" for line in text.splitlines()))
+    return "stages:\n" + "\n".join(blocks)
+
+
+def study_file(study: StudyRecord, kind: str) -> str:
+    name = study.stage(kind)
+    header = (f"{HEADER}#\n# The {kind} stages of {study.about}.\n# They run in the repository's root (wdir), "
+              f"with its params.yaml.\nvars:\n  - {WDIR}/params.yaml\n\n")
+    return header + _dump({name: study_stages(study)[name]}, COMMENTS, lambda _: kind)
+
+
+def root_file() -> str:
+    header = (f"{HEADER}#\n# Each study's stage groups are in pipelines/<study>/<kind>/dvc.yaml (studies "
+              f"{', '.join(s.name for s in STUDIES)}; kinds\n# {', '.join(STAGE_KINDS)}), each with its own dvc.lock. "
+              "`dvc repro` runs them all (this file's stages read\n# their outputs); `dvc stage list --all` names "
+              "each stage as `dvc repro` takes it.\n\n")
+    plots = [{name: {"template": "overlay_schemes", "x": "step", "y": {f"reports/plots/{name}.csv": y},
+                     "title": title, "x_label": "step", "y_label": y_label}} for name, y, title, y_label in PLOTS]
+    text = yaml.safe_dump({"plots": plots}, sort_keys=False, width=116, allow_unicode=True)
+    return header + _dump(root_stages(), ROOT_COMMENTS, str) + "\n" + text
+
+
+def pipeline_files() -> dict[str, str]:
+    """{path relative to the repository: its text}: the root dvc.yaml and every study's."""
+    return {"dvc.yaml": root_file(), **{s.pipeline(k): study_file(s, k) for s in STUDIES for k in STAGE_KINDS}}
+
+
+def write(root: Path = ROOT) -> list[str]:
+    """Write the pipeline files under ``root``; the paths whose text changed."""
+    changed = []
+    for rel, text in pipeline_files().items():
+        path = root / rel
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            changed.append(rel)
+    return changed
