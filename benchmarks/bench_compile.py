@@ -2,7 +2,7 @@
 
     python benchmarks/bench_compile.py [--device cpu|cuda] [--size quick|full] [--steps 50] [--smoke] [--out FILE]
 
-The pipeline does not compile (README, "Device policy"): on the 2-core CPU it gains nothing. On a GPU a
+The pipeline does not compile (docs/profiles.md): on the 2-core CPU it gains nothing. On a GPU a
 stacked step is bound by kernel launches (``benchmarks/results/gpu_h100.md``), which is what compiling removes,
 so this measures it there before it becomes an option. For each study, rope, the real training code
 (``training.loop.train``, its vmapped step through ``torch.compile`` or not), the profile's model and batch sizes:

@@ -1,6 +1,6 @@
 """A multi-GPU box through DVC itself: experiments queued with `dvc exp run --queue` and run by `dvc queue start
--j 2` (two workers; on a GPU box, one GPU each through CUDA_VISIBLE_DEVICES, README "One box, several GPUs")
-finish with intact, distinct results."""
+-j 2` (two workers; on a GPU box, one GPU each through CUDA_VISIBLE_DEVICES: docs/experiments.md, "One box,
+several GPUs") finish with intact, distinct results."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Scale-out through DVC itself: two clones each train half of the schemes and push their runs (with DVC's run
 cache) to one shared remote; a third clone fetches them and reproduces the whole report without training anything.
-The recipe is README, "Sharding a study across machines"."""
+The recipe is docs/experiments.md, "Sharding a study across machines"."""
 
 from __future__ import annotations
 

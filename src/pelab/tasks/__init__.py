@@ -1,7 +1,7 @@
 """The task registry, keyed by the name used in params (``tasks: [copy, translation]``) and in stage names.
 
 Adding a task: a folder ``pelab/tasks/<name>/`` implementing ``pelab.tasks.base.Task``, one line in ``TASKS``
-below, and its section ``<name>:`` in ``conf/`` (see README, "Adding a task").
+below, and its section ``<name>:`` in ``conf/`` (see docs/extending.md, "Adding a task").
 """
 
 from __future__ import annotations
