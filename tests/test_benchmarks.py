@@ -73,3 +73,21 @@ def test_the_graph_benchmark_runs_every_study_and_on_the_cpu_trains_the_same_los
         assert r["speedup"] == pytest.approx(r["eager_step_ms"] / r["graphs_step_ms"])
         assert r["graphs_vs_eager_capturable_max_abs"] == 0.0 and r["graphs_vs_eager_max_rel"] < 1e-6
     assert results["capture"] == {}  # the capture check needs CUDA
+
+
+def test_the_lock_cost_benchmark_times_each_lock_file_and_the_same_stages_in_one_file(tmp_path):
+    def lock(names: list[str]) -> str:
+        entries = "".join(f"  {n}:\n    cmd: echo {n}\n    deps:\n    - path: a\n      hash: md5\n      md5: 0\n"
+                          f"      size: 1\n" for n in names)
+        return f"schema: '2.0'\nstages:\n{entries}"
+
+    (tmp_path / "pipelines/a").mkdir(parents=True)
+    (tmp_path / "dvc.lock").write_text(lock(["aggregate"]))
+    (tmp_path / "pipelines/a/dvc.lock").write_text(lock([f"train@{k}" for k in range(3)]))
+    out = tmp_path / "lock.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks/lock_cost.py"), str(tmp_path), "--repeat", "1",
+                    "--out", str(out)], check=True, capture_output=True, text=True)
+    result = json.loads(out.read_text())
+    assert [(r["file"], r["stages"]) for r in result["files"]] == [("dvc.lock", 1), ("pipelines/a/dvc.lock", 3)]
+    assert all(r["run_s"] == pytest.approx(r["rewrite_s"] * (r["stages"] + 1) / 2) for r in result["files"])
+    assert result["one_file"]["stages"] == 4 and result["one_file"]["run_s"] > 0

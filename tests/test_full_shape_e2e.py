@@ -35,7 +35,8 @@ def test_the_full_profile_s_shapes_run_through_every_stage(repo_root, tmp_path):
     project = copy_worktree(repo_root, tmp_path / "repo")
     run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], project)
     out = run(["dvc", "repro"], project)
-    stages = {line.split()[0] for line in run(["dvc", "stage", "list"], project).splitlines() if line.strip()}
+    stages = {line.split()[0].rsplit(":", 1)[-1]
+              for line in run(["dvc", "stage", "list", "--all"], project).splitlines() if line.strip()}
     assert ran(out, "") == stages
     assert len(ran(out, "train")) == 2 * 4 and len(ran(out, "train_length")) == 2 * 3 and len(ran(out, "train_lm")) == 3
     params = yaml.safe_load((project / "params.yaml").read_text())
