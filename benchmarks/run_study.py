@@ -3,9 +3,9 @@ installed, or to measure how a study's wall time splits between stages.
 
     python benchmarks/run_study.py --params params.yaml [--workers N] [--length] [--no-report] [--out FILE]
 
-The stages are the pipeline's own scripts with dvc.yaml's arguments (prepare, train@<task>-<scheme>,
-evaluate@<task>-<scheme>, aggregate, report), run in dvc.yaml's order; the training and evaluation stages
-of different (task, scheme) pairs run ``--workers`` at a time, the longest task first. Nothing is cached: for
+The stages are the pipeline's own scripts with the pipeline files' arguments (prepare, then each run stage's
+training and its scoring as two timed phases: stages/run.py without --results, stages/evaluate.py; aggregate,
+report), in the pipeline's order; the training and scoring of different (task, scheme) pairs run ``--workers`` at a time, the longest task first. Nothing is cached: for
 caching, sharing and resuming use ``dvc repro``. On CUDA, GPU memory and utilisation are sampled every second
 (nvidia-smi). Each stage's threads are limited to its share of the cores (OMP_NUM_THREADS = cores / workers,
 unless set). Writes ``--out`` (JSON): per stage its seconds and exit status, the whole wall time, the GPU samples.
@@ -117,9 +117,9 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
 
     phase("prepare", [(f"prepare@{t}", [f"{STAGES}/prepare.py", *p, "--task", t, "--out", f"data/{t}"])
                       for t in [*tasks, *length_tasks]], workers)
-    train_jobs = [(f"train@{t}-{s}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--data", f"data/{t}",
+    train_jobs = [(f"train@{t}-{s}", [f"{STAGES}/run.py", *p, "--task", t, "--scheme", s, "--data", f"data/{t}",
                                       "--runs", "runs", "--save-every", str(save_every)]) for t, s in pairs]
-    train_jobs += [(f"train_length@{t}-{s}", [f"{STAGES}/train.py", *p, "--task", t, "--scheme", s, "--data",
+    train_jobs += [(f"train_length@{t}-{s}", [f"{STAGES}/run.py", *p, "--task", t, "--scheme", s, "--data",
                                               f"data/{t}", "--runs", "runs", "--save-every", str(save_every)])
                    for t in length_tasks for s in params["length_schemes"]]
     phase("train", train_jobs, workers)

@@ -2,7 +2,8 @@
 only (``pelab.runner.tune``): seed ``tune.seed`` trains at each of ``tune.scales`` times the task's rate on the
 task's tuning data into ``SWEEPS/<task>/<scheme>/x<scale>/``, the choice lands in
 ``SWEEPS/<task>/<scheme>/choice.json``, and every seed trains at the chosen rate into ``RUNS/<task>/<scheme>/seed_<k>``
-(the runs the evaluate_tuned stages score). Runs are kept under ``KEPT/<task>/<scheme>/`` like the train stage's.
+(with ``--results``, then scored into ``RESULTS/seed_<k>/``). Runs are kept under ``KEPT/<task>/<scheme>/`` like the
+run stage's.
 """
 
 from pathlib import Path
@@ -12,6 +13,7 @@ from _common import one_line_errors, params_option, task_option
 
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
+from pelab.runner.evaluate import evaluate_runs
 from pelab.runner.tune import tune_runs
 
 
@@ -25,10 +27,12 @@ from pelab.runner.tune import tune_runs
 @click.option("--sweeps", "sweeps_root", required=True, type=click.Path(file_okay=False),
               help="the sweeps' folder (runs/sweep)")
 @click.option("--kept", "kept_root", default=".kept", show_default=True, type=click.Path(file_okay=False),
-              help="where finished runs are kept (the train stage's folder)")
+              help="where finished runs are kept (the run stage's folder)")
+@click.option("--results", "results_dir", default=None, type=click.Path(file_okay=False),
+              help="score the tuned runs into this folder (the tune stage); default: tune only")
 @one_line_errors
 def main(params_path: str, task_name: str, scheme: str, data_dir: str, runs_root: str, sweeps_root: str,
-         kept_root: str) -> None:
+         kept_root: str, results_dir: str | None) -> None:
     params = load_params(params_path)
     if task_name not in params.tune.tasks:
         raise ValueError(f"task {task_name!r} is not tuned; tune lists: {', '.join(params.tune.tasks) or '(none)'}")
@@ -38,6 +42,8 @@ def main(params_path: str, task_name: str, scheme: str, data_dir: str, runs_root
     losses = ", ".join(f"{name} {loss:.4f}" for name, loss in choice["val_loss"].items())
     click.echo(f"tuned {task_name} {scheme}: validation loss {losses}; lr {choice['chosen_lr']:g} "
                f"({choice['chosen_scale']:g} x {choice['shared_lr']:g}) for seeds {list(params.seeds)}")
+    if results_dir is not None:
+        evaluate_runs(params, task_name, scheme, runs_root, data_dir, results_dir, echo=click.echo)
 
 
 if __name__ == "__main__":

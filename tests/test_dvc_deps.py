@@ -69,7 +69,7 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
     script = ROOT / stage["cmd"].split()[1]
     task = item.get("task", item.get(""))
     scheme = item.get("scheme")
-    evaluation = not name.startswith(("train", "prepare", "tune"))
+    evaluation = not name.startswith("prepare")  # a run or tune stage scores its runs
     deps = [ROOT / d for d in stage.get("deps", [])]
     missing = sorted(str(path.relative_to(ROOT)) for path in closure(script, task, scheme, evaluation)
                      if not any(path == dep or dep in path.parents for dep in deps))
@@ -77,14 +77,14 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
 
 
 def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_evaluation():
-    found = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "reverse", "rand_rope", False)}
+    found = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "reverse", "rand_rope", False)}
     assert {"src/pelab/positional/rand_rope.py", "src/pelab/positional/rope.py", "src/pelab/positional/randomized.py",
             "src/pelab/positional/registry.py", "stages/_common.py"} <= found
     assert "src/pelab/positional/fire.py" not in found and "src/pelab/tasks/length/evaluate.py" not in found
     assert "src/pelab/tasks/copy/evaluate.py" in {
         str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/evaluate.py", "copy", "rope", True)}
     assert "src/pelab/tasks/copy/evaluate.py" not in {
-        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/train.py", "copy", "rope", False)}
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "copy", "rope", False)}
 
 
 def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
@@ -103,15 +103,16 @@ def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
 
 
 def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
-    """What a kept run is trained from (``runner.kept_runs.fingerprint_sources``) is the training stage's own
-    closure for its task and scheme, less the stage script: no evaluation module, no other scheme's module."""
+    """What a kept run is trained from (``runner.kept_runs.fingerprint_sources``) is the training code's closure
+    for its task and scheme (the run and tune stages' closures less their scoring): no evaluation module, no other
+    scheme's module."""
     from pelab.runner.kept_runs import fingerprint_sources
 
     for task, scheme in (("reverse", "rand_rope"), ("copy", "alibi"), ("lm", "rope"), ("translation", "t5")):
         covered = set(fingerprint_sources(task, scheme))
-        for script in ("train.py", "tune.py"):
-            trained = {p for p in closure(ROOT / "stages" / script, task, scheme, False) if SRC in p.parents}
-            assert trained - covered <= {SRC / "pelab/errors.py", SRC / "pelab/runner/tune.py"}, (task, scheme)
+        assert covered == closure(SRC / "pelab/runner/train.py", task, scheme, False)
+        tuned = closure(SRC / "pelab/runner/tune.py", task, scheme, False)
+        assert tuned - covered == {SRC / "pelab/runner/tune.py"}  # the choice of rate is in the run's identity
         assert not {p for p in covered if p.name == "evaluate.py" or "probe" in p.parts}, (task, scheme)
         assert SRC / f"pelab/positional/{scheme}.py" in covered and SRC / "pelab/positional/fire.py" not in covered
     assert SRC / "pelab/positional/rope.py" in set(fingerprint_sources("reverse", "rand_rope"))  # what it wraps

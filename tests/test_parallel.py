@@ -51,10 +51,10 @@ def test_no_workers_is_refused_with_one_line():
 
 def test_a_shard_runs_its_studies_evaluation_and_its_own_choice_replaces_the_user_s():
     shard = ["pe=[rope]", "length_tasks=[]", "lm_schemes=[alibi]"]
-    main, lm = "pipelines/main/evaluate/dvc.yaml:evaluate", "pipelines/lm/evaluate/dvc.yaml:evaluate_lm"
+    main, lm = "pipelines/main/run/dvc.yaml:run", "pipelines/lm/run/dvc.yaml:run_lm"
     assert shard_targets(shard) == [main, lm]
     tuned = {"tune": {"tasks": ["copy"], "length_tasks": ["reverse"], "lm_tasks": []}}
-    assert shard_targets(shard, tuned) == [main, lm, "pipelines/main/evaluate_tuned/dvc.yaml:evaluate_tuned"]
+    assert shard_targets(shard, tuned) == [main, lm, "pipelines/main/tune/dvc.yaml:tune"]
 
 
 def test_a_shard_that_leaves_a_tuned_study_out_tunes_none_of_it():

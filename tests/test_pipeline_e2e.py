@@ -2,7 +2,8 @@
 two seeds, and the length study's smoke tasks with three schemes) in a temporary copy of the repository. Checks
 the outputs, and that caching follows meaning:
 
-* touching an evaluation module re-runs evaluation, aggregate and report, and no training stage;
+* touching an evaluation module re-runs that task's run stages, which restore their runs and train nothing, then
+  aggregate and report;
 * changing one option of `t5` for one task retrains only that task's `t5` runs;
 * adding a seed reruns each (task, scheme) stage, which trains only the new seed (main and length study);
 * SIGKILL of `dvc repro` during training, then `dvc repro`, trains only the stages not finished before the kill;
@@ -42,17 +43,25 @@ def run(cmd: list[str], cwd: Path, timeout_s: float | None = 30 * 60) -> str:
 
 
 def ran(output: str, kind: str) -> set[str]:
-    """Stages of ``kind`` (train, train_length, evaluate, …; "" for all) that actually ran (not skipped, not
-    restored from the run cache), by name (DVC prints a study's stages as pipelines/<study>/<kind>/dvc.yaml:<name>)."""
+    """Stages of ``kind`` (run, run_length, tune, …; "" for all) that actually ran (not skipped, not restored from
+    the run cache), by name (DVC prints a study's stages as pipelines/<study>/<kind>/dvc.yaml:<name>)."""
     lines = [line for line in output.splitlines() if line.startswith("Running stage '")]
     names = {line.split("'")[1].rsplit(":", 1)[-1] for line in lines}
     return {name for name in names if not kind or name.startswith(f"{kind}@")}
 
 
-def trains(tasks=TASKS, schemes=SCHEMES, stage="train") -> set[str]:
-    """Training stage names, one per (task, scheme) whose seeds it trains: train@<task>-<scheme> (the main
-    study) or train_length@<task>-<scheme> (the length study)."""
+def trains(tasks=TASKS, schemes=SCHEMES, stage="run") -> set[str]:
+    """Run stage names, one per (task, scheme) whose seeds it trains and scores: run@<task>-<scheme> (the main
+    study) or run_length@<task>-<scheme> (the length study)."""
     return {f"{stage}@{t}-{s}" for t in tasks for s in schemes}
+
+
+def trained(output: str) -> set[str]:
+    """"<task> <scheme> seed <k>" of every run a stage trained (not restored from .kept/)."""
+    lines = output.splitlines()
+    kept = {line.split("note: ", 1)[1].split(" was trained before")[0] for line in lines
+            if line.startswith("note: ") and " was trained before from the same inputs; kept" in line}
+    return {line.split("trained ", 1)[1].split(":")[0] for line in lines if line.startswith("trained ")} - kept
 
 
 def edit_params(project: Path, change) -> None:
@@ -63,8 +72,8 @@ def edit_params(project: Path, change) -> None:
 
 
 def locked_trains(project: Path, seeds: list[int]) -> set[str]:
-    """train@ stages that their dvc.lock records as trained with params ``seeds``."""
-    lock = project / "pipelines/main/train/dvc.lock"
+    """run@ stages that their dvc.lock records as run with params ``seeds``."""
+    lock = project / "pipelines/main/run/dvc.lock"
     if not lock.exists():
         return set()
     try:
@@ -74,7 +83,7 @@ def locked_trains(project: Path, seeds: list[int]) -> set[str]:
     if not isinstance(lock_data, dict):  # caught mid-write: empty or truncated
         return set()
     return {name for name, entry in lock_data.get("stages", {}).items()
-            if name.startswith("train@") and entry.get("params", {}).get("params.yaml", {}).get("seeds") == seeds}
+            if name.startswith("run@") and entry.get("params", {}).get("params.yaml", {}).get("seeds") == seeds}
 
 
 def last_lock_write(project: Path) -> float:
@@ -105,8 +114,9 @@ def project(repo_root, tmp_path_factory) -> Path:
     dest = copy_worktree(repo_root, tmp_path_factory.mktemp("pelab") / "repo")
     run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
-    assert ran(out, "train") == trains()
-    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length")
+    assert ran(out, "run") == trains()
+    assert ran(out, "run_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length")
+    assert len(trained(out)) == len(SEEDS) * (len(TASKS) * len(SCHEMES) + len(LENGTH_TASKS) * len(LENGTH_SCHEMES))
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "smoke results"], dest)
     return dest
@@ -162,18 +172,17 @@ def test_repro_again_is_a_no_op(project):
     assert "Running stage" not in out
 
 
-def test_editing_evaluation_code_reruns_evaluation_but_no_training(project):
+def test_editing_evaluation_code_rescores_that_task_and_trains_nothing(project):
     path = project / "src/pelab/tasks/copy/evaluate.py"
     path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
     out = run(["dvc", "repro"], project)
-    assert ran(out, "train") == set()
-    assert ran(out, "evaluate") == {f"evaluate@copy-{s}" for s in SCHEMES}
+    assert ran(out, "run") == trains(tasks=["copy"]) and trained(out) == set()  # every run restored, scored again
     assert {"aggregate", "report"} <= ran(out, "") and ran(out, "prepare") == set()
     path = project / "src/pelab/tasks/length/evaluate.py"
     path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
     out = run(["dvc", "repro"], project)
-    assert ran(out, "train_length") == set() and ran(out, "train") == set()
-    assert ran(out, "evaluate_length") == {f"evaluate_length@{t}-{s}" for t in LENGTH_TASKS for s in LENGTH_SCHEMES}
+    assert ran(out, "run") == set() and trained(out) == set()
+    assert ran(out, "run_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length")
 
 
 def test_editing_plotting_code_reruns_only_the_report_which_reads_files(project):
@@ -188,8 +197,8 @@ def test_editing_plotting_code_reruns_only_the_report_which_reads_files(project)
 def test_one_t5_option_of_one_task_retrains_only_those_t5_runs(project):
     edit_params(project, lambda p: p["copy"]["positional"]["t5"].update(num_buckets=40))
     out = run(["dvc", "repro"], project)
-    assert ran(out, "train") == trains(tasks=["copy"], schemes=["t5"])
-    assert ran(out, "evaluate") == {"evaluate@copy-t5"}
+    assert ran(out, "run") == trains(tasks=["copy"], schemes=["t5"])
+    assert trained(out) == {f"copy t5 seed {k}" for k in SEEDS}
 
 
 def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_progress(project):
@@ -216,10 +225,11 @@ def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_
     finished = locked_trains(project, seeds)
     assert 2 <= len(finished) < len(stacks)
     out = run(["dvc", "repro"], project)
-    assert ran(out, "train") == stacks - finished  # only the stages not finished before the kill
-    assert ran(out, "train_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length")
+    assert ran(out, "run") == stacks - finished  # only the stages not finished before the kill
+    assert ran(out, "run_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length")
+    assert {t.split(" seed ")[1] for t in trained(out)} == {"2"}  # the new seed only, or the one killed in training
     assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
-    assert len(runs) == len(trains()) + len(trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="train_length"))
+    assert len(runs) == len(trains()) + len(trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length"))
     assert {path: path.read_text() for path in runs} == before  # seed 0 of every stage restored, not retrained
     assert all((path.parent.parent / "seed_2" / "run.json").exists() for path in runs)
     assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
@@ -231,12 +241,12 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=[rope,t5]",
             "-S", f"length_schemes=[{LENGTH_SCHEMES[0]}]", "-S", "lm_tasks=[]"]
     out = run(["dvc", "exp", "run", *base], project)
-    assert ran(out, "train") == set() and ran(out, "train_length") == set()  # all trained with these params
+    assert ran(out, "run") == set() and ran(out, "run_length") == set()  # all run with these params
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert params["pe"]["schemes"] == ["rope", "t5"]  # Hydra merged the two options into a subset
     assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["rope.json", "t5.json"]
 
     out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25"], project)
-    assert ran(out, "train") == trains(tasks=["copy"], schemes=["rope", "t5"])
+    assert ran(out, "run") == trains(tasks=["copy"], schemes=["rope", "t5"])
     diff = run(["dvc", "metrics", "diff", "--all"], project)
     assert "reports/metrics/copy/rope.json" in diff and "exact" in diff

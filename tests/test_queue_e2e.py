@@ -66,8 +66,8 @@ def test_pelab_parallel_runs_the_shards_at_once_and_the_final_run_trains_and_eva
     assert "failed" not in out, out
     # prepared once in the workspace; trained and evaluated in the shards only; nothing lost (all four schemes)
     assert ran(out, "prepare") | ran(out, "prepare_length") == {"prepare@copy", "prepare_length@reverse"}, out
-    assert not ran(out, "train") | ran(out, "train_length") | ran(out, "evaluate") | ran(out, "evaluate_length")
+    assert not ran(out, "run") | ran(out, "run_length")
     assert out.strip().endswith("the final run executed 2 stage(s): aggregate, report"), out
     for task, scheme in (("copy", "none"), ("copy", "rope"), ("reverse", "none"), ("reverse", "rope")):
         assert (project / "reports" / "metrics" / task / f"{scheme}.json").exists(), (task, scheme)
-    assert "train@copy-rope" in (project / "pipelines/main/train/dvc.lock").read_text()
+    assert "run@copy-rope" in (project / "pipelines/main/run/dvc.lock").read_text()

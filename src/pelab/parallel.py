@@ -3,12 +3,11 @@
 1. The prepare stages run once, in the workspace (`dvc exp run OVERRIDES prepare …`), so that every shard trains
    from the same prepared data.
 2. The schemes of every study in the composed params are dealt round-robin into ``workers`` shards; each shard is
-   queued as one experiment that trains and evaluates its schemes (`dvc exp run --queue`, the shard's schemes as
-   `-S` overrides, the evaluation stages as targets), and `dvc queue start -j workers` runs them at once, each
+   queued as one experiment that trains and scores its schemes (`dvc exp run --queue`, the shard's schemes as
+   `-S` overrides, its run and tune stages as targets), and `dvc queue start -j workers` runs them at once, each
    worker limited to its share of the CPU threads (``OMP_NUM_THREADS``).
 3. Every stage a shard finishes lands in DVC's run cache, which the queue's temporary workspaces share with this
-   one, so the final `dvc exp run OVERRIDES` of the whole study restores each training and evaluation stage from
-   it and runs what spans the schemes: aggregate and report. A stage is restored only if its command,
+   one, so the final `dvc exp run OVERRIDES` of the whole study restores each run and tune stage from it and runs what spans the schemes: aggregate and report. A stage is restored only if its command,
    dependencies and params match; a shard that failed leaves its stages to the final run, which trains them.
 """
 
@@ -57,11 +56,11 @@ def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
 
 
 def shard_targets(shard: Sequence[str], composed: dict[str, Any] | None = None) -> list[str]:
-    """The evaluation stage groups a shard runs (with their training and prepare stages upstream): its studies'
-    and, where ``composed`` tunes a study, the tuned runs' (``evaluate_tuned*``, upstream the sweeps)."""
+    """The stage groups a shard runs (with the prepare stages upstream): its studies' run stages and, where
+    ``composed`` tunes a study, its tune stages."""
     mine = [s for s in STUDIES if any(o.startswith(f"{s.select}=[") for o in shard)]
     tuned = [s for s in mine if composed and s.values(composed, s.tune_key)]
-    return [s.target("evaluate") for s in mine] + [s.target("evaluate_tuned") for s in tuned]
+    return [s.target("run") for s in mine] + [s.target("tune") for s in tuned]
 
 
 def without_keys(overrides: Sequence[str], keys: set[str]) -> list[str]:

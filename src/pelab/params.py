@@ -104,8 +104,8 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
-    # `tasks`: the main study's tasks (dvc.yaml stages train@…); `length_tasks`: the length-generalisation study's
-    # (train_length@…, pelab/tasks/length); `lm_tasks`: the LM study's (train_lm@lm-…). Params.tasks is all three,
+    # `tasks`: the main study's tasks (stages run@…); `length_tasks`: the length-generalisation study's
+    # (run_length@…, pelab/tasks/length); `lm_tasks`: the LM study's (run_lm@lm-…). Params.tasks is all three,
     # in that order.
     main_tasks = tuple(str(t) for t in raw.get("tasks") or ())
     tasks = main_tasks + length_tasks + lm_tasks

@@ -42,10 +42,11 @@ class StudyLists:
 class StudyRecord:
     """One study's record: what the pipeline (``pelab pipeline``), ``pelab parallel`` and the params read about it.
 
-    A study is a list of tasks crossed with a list of schemes, each a params key; every (task, scheme) is one
-    training and one evaluation stage, and the tasks in its tuned list also get a tuning and a tuned-evaluation
-    stage. Each stage group lives in its own ``pipelines/<name>/<kind>/dvc.yaml``: DVC rewrites a stage's whole
-    ``dvc.lock`` after every stage, so small lock files save time (``benchmarks/results/suite_time.md``)."""
+    A study is a list of tasks crossed with a list of schemes, each a params key: every task is one prepare stage,
+    every (task, scheme) one run stage (its seeds trained, then scored), and every (task, scheme) of its tuned
+    tasks one tune stage (the learning-rate sweep, the tuned runs, scored). Each stage group lives in its own
+    ``pipelines/<name>/<kind>/dvc.yaml``: DVC rewrites a stage's whole ``dvc.lock`` after every stage, so small lock
+    files save time (``benchmarks/results/pipeline_files.md``)."""
 
     name: str
     tasks_key: str  # the params list of its tasks
@@ -54,16 +55,16 @@ class StudyRecord:
     tune_key: str  # the params list of its tuned tasks (a subset of tasks_key)
     package: str | None  # the task package (pelab/tasks/<package>) and params section every task shares; None:
     # each task is its own package and section
-    suffix: str  # its stages: prepare<suffix>, train<suffix>, evaluate<suffix>, tune<suffix>, evaluate_tuned<suffix>
+    suffix: str  # its stage groups: prepare<suffix>, run<suffix>, tune<suffix>
     corpora: tuple[str, ...] = ()  # folders of the repository its prepare stage reads
     about: str = ""  # one line for the pipeline file's header
 
     def pipeline(self, kind: str) -> str:
-        """The file of ``kind``'s stage group (prepare, train, evaluate, tune, evaluate_tuned)."""
+        """The file of ``kind``'s stage group (``STAGE_KINDS``)."""
         return f"pipelines/{self.name}/{kind}/dvc.yaml"
 
     def stage(self, kind: str) -> str:
-        """The stage group of ``kind`` (prepare, train, evaluate, tune, evaluate_tuned)."""
+        """The stage group of ``kind`` (``STAGE_KINDS``)."""
         return f"{kind}{self.suffix}"
 
     def target(self, kind: str) -> str:
@@ -100,7 +101,7 @@ STUDIES = (
     StudyRecord("lm", "lm_tasks", "lm_schemes", "lm_schemes", "tune.lm_tasks", "lm", "_lm", corpora=("corpora/lm",),
           about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
 )
-STAGE_KINDS = ("prepare", "train", "evaluate", "tune", "evaluate_tuned")
+STAGE_KINDS = ("prepare", "run", "tune")  # a task's data; a (task, scheme)'s runs, scored; its tuned runs, scored
 
 
 def study_of(task_module: str) -> StudyRecord:

@@ -14,7 +14,7 @@ from pelab.model.config import ModelConfig
 from pelab.model.embedding import TokenEmbedding
 from pelab.positional import PositionalEncoding, build_positional_encoding
 from pelab.positional.randomized import RandomizedPositions
-from pelab.training.seeding import seeded
+from pelab.seeding import seeded
 
 
 class SequenceTransformer(nn.Module):

@@ -1,7 +1,7 @@
 """`pelab pipeline`: the DVC pipeline written from the study records (``pelab.studies.STUDIES``).
 
-Writes ``pipelines/<study>/<kind>/dvc.yaml`` for each study's stage groups (prepare, train, evaluate, tune,
-evaluate_tuned; each a DVC ``matrix`` over the study's params lists, so `dvc exp run -S` chooses tasks and schemes)
+Writes ``pipelines/<study>/<kind>/dvc.yaml`` for each study's stage groups (prepare, run, tune; each a DVC
+``matrix`` over the study's params lists, so `dvc exp run -S` chooses tasks and schemes)
 and the root ``dvc.yaml`` (aggregate and report over every study, the plots). One file per stage group, because each
 file keeps its own ``dvc.lock`` and DVC rewrites the whole lock after every stage: a cost that grows with the file,
 so with the square of the stages in it (``benchmarks/results/suite_time.md``).
@@ -26,7 +26,7 @@ from pelab.studies import STAGE_KINDS, STUDIES, StudyRecord, study_of
 
 HEADER = """\
 # Written by `pelab pipeline` from the study records (src/pelab/studies.py) and each stage's import closure
-# (src/pelab/pipeline/closure.py): edit those, then run `pelab pipeline`; tests/test_pipeline_files.py fails when
+# (src/pelab/pipeline/closure.py): edit those, then run `pelab pipeline`; tests/test_dvc_deps.py fails when
 # this file is not what that command writes. Every path a stage reads or writes is named here.
 """
 TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
@@ -45,21 +45,20 @@ PLOTS = (
 
 COMMENTS = {
     "prepare": "One prepare stage per task: the data every scheme of the task trains and is scored on.",
-    "train": "One training stage per (task, scheme): its seeds train together as one vectorised model\n"
-             "(pelab/training/stacking.py). Finished runs are also kept under .kept/ (not an output: DVC deletes\n"
-             "outputs before a rerun), so adding a seed trains only that seed and a killed stage resumes from the\n"
-             "state it saves there (pelab/runner/kept_runs.py). Depends on its scheme's module (and those a scheme\n"
-             "wraps) and on the params it reads: the task's model and train sections and the scheme's options\n"
-             "(`positional.<scheme>`, overridden per task by `<task>.positional.<scheme>`). Its live curves (loss,\n"
-             "lr, val_loss on a split held out from training; each run keeps its weights at its lowest) are cached\n"
-             "like any output: DVC's run cache restores a stage only if every output can be restored.",
-    "evaluate": "One evaluation stage per (task, scheme), over its seeds: results/<task>/<scheme>/seed_<k>/.\n"
-                "Evaluation code and `<task>.eval` are dependencies of the evaluation stages only.",
+    "run": "One run stage per (task, scheme): its seeds trained together as one vectorised model\n"
+           "(pelab/training/stacking.py), each kept at its best validation step, then scored (results/<task>/<scheme>/\n"
+           "seed_<k>/) with the per-run probe. Finished runs are also kept under .kept/ (not an output: DVC deletes\n"
+           "outputs before a rerun), so adding a seed trains only that seed, a killed stage resumes from the state it\n"
+           "saves there, and a change that only evaluation reads restores every run and scores it again\n"
+           "(pelab/runner/kept_runs.py). Depends on its scheme's module (and those a scheme wraps) and on the params it\n"
+           "reads: the task's model, train and eval sections and the scheme's options (`positional.<scheme>`,\n"
+           "overridden per task by `<task>.positional.<scheme>`). Its live curves (loss, lr, val_loss) are cached like\n"
+           "any output: DVC's run cache restores a stage only if every output can be restored.",
     "tune": "Per-scheme learning rates (pelab/runner/tune.py), for the tasks of the study's tune list: seed tune.seed\n"
             "trains at each of tune.scales times the task's rate on its tuning data (no test rows), the rate of\n"
-            "lowest best validation loss is chosen, and every seed trains at it into runs/tuned (the sweep in\n"
-            "runs/sweep). A chosen scale of 1 restores the shared-rate runs kept under .kept/.",
-    "evaluate_tuned": "The tuned runs, scored like the evaluate stages' (results/tuned/<task>/<scheme>/).",
+            "lowest best validation loss is chosen, every seed trains at it into runs/tuned (the sweep in\n"
+            "runs/sweep), and the tuned runs are scored like the run stage's (results/tuned/<task>/<scheme>/).\n"
+            "A chosen scale of 1 restores the shared-rate runs kept under .kept/.",
 }
 
 
@@ -146,59 +145,42 @@ def _ordered(entries: Iterable[str]) -> list[str]:
 
 
 def study_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
-    """The five stage groups of ``study``, as dvc.yaml holds them."""
+    """The stage groups of ``study`` (``STAGE_KINDS``), as its pipeline files hold them."""
     section = study.package or TASK
     tasks, schemes, tuned = (f"${{{k}}}" for k in (study.tasks_key, study.schemes_key, study.tune_key))
     run = f"{TASK}/{SCHEME}"
-    scheme_params = [f"positional.{SCHEME}", f"{section}.positional.{SCHEME}"]
-    train_params = ["seeds", f"{section}.model", f"{section}.train", *scheme_params]
-    prepare_section = study.package or ITEM
-    stages = {
+    read = ["seeds", f"{section}.model", f"{section}.train", f"{section}.eval", f"positional.{SCHEME}",
+            f"{section}.positional.{SCHEME}"]
+    return {
         study.stage("prepare"): {
             "foreach": f"${{{study.tasks_key}}}",
             "do": {
                 "wdir": WDIR,
                 "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
                 "deps": [*code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
-                "params": [f"{prepare_section}.data"],
+                "params": [f"{study.package or ITEM}.data"],
                 "outs": [f"data/{ITEM}"],
             },
         },
-        study.stage("train"): {
+        study.stage("run"): {
             "matrix": {"task": tasks, "scheme": schemes},
             "wdir": WDIR,
-            "cmd": f"python stages/train.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
-                   "--live dvclive",
-            "deps": [f"data/{TASK}", *code_deps("train.py", study, True, False)],
-            "params": train_params,
-            "outs": [f"runs/{run}"],
+            "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
+                   f"--live dvclive --results results/{run}",
+            "deps": [f"data/{TASK}", *code_deps("run.py", study, True, True)],
+            "params": read,
+            "outs": [f"runs/{run}", f"results/{run}"],
             "plots": [{f"dvclive/{run}": {"x": "step"}}],
         },
-        study.stage("evaluate"): _evaluation(study, tasks, schemes, "runs", "results"),
         study.stage("tune"): {
             "matrix": {"task": tuned, "scheme": schemes},
             "wdir": WDIR,
             "cmd": f"python stages/tune.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs/tuned "
-                   "--sweeps runs/sweep",
-            "deps": [f"data/{TASK}", *code_deps("tune.py", study, True, False)],
-            "params": ["seeds", "tune.scales", "tune.seed", *train_params[1:]],
-            "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}"],
+                   f"--sweeps runs/sweep --results results/tuned/{run}",
+            "deps": [f"data/{TASK}", *code_deps("tune.py", study, True, True)],
+            "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
+            "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}", f"results/tuned/{run}"],
         },
-        study.stage("evaluate_tuned"): _evaluation(study, tuned, schemes, "runs/tuned", "results/tuned"),
-    }
-    return stages
-
-
-def _evaluation(study: StudyRecord, tasks: str, schemes: str, runs: str, results: str) -> dict[str, Any]:
-    section = study.package or TASK
-    return {
-        "matrix": {"task": tasks, "scheme": schemes},
-        "wdir": WDIR,
-        "cmd": f"python stages/evaluate.py --task {TASK} --scheme {SCHEME} --runs {runs} --data data/{TASK} "
-               f"--out {results}/{TASK}/{SCHEME}",
-        "deps": [f"data/{TASK}", f"{runs}/{TASK}/{SCHEME}", *code_deps("evaluate.py", study, True, True)],
-        "params": ["seeds", f"{section}.eval"],
-        "outs": [f"{results}/{TASK}/{SCHEME}"],
     }
 
 

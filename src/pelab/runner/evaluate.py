@@ -1,8 +1,9 @@
-"""Evaluate one trained run with its task's evaluation; write tidy records (and the task's files)."""
+"""Evaluate trained runs with their task's evaluation; write tidy records (and the task's files)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from pelab import io
 from pelab.device import device_name, pick_device, prepare_device
 from pelab.params import Params
 from pelab.probe import probe_rows
-from pelab.runner.checkpoint import load_run
+from pelab.runner.checkpoint import load_run, run_dir
 from pelab.tasks import get_task
 
 
@@ -47,3 +48,20 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
         io.write_json(tmp / "device.json", {"device": str(dev), "name": device_name(dev)})
     return rows
 
+
+
+def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | Path, data_dir: str | Path,
+                  out_dir: str | Path, seeds: Sequence[int] | None = None, echo=print) -> None:
+    """Score each of ``seeds`` (default: params ``seeds``) of (``task_name``, ``scheme``) under ``runs_root`` into
+    ``out_dir/seed_<k>/``; ``out_dir`` appears only when every seed is done. One line per seed through ``echo``."""
+    task = get_task(task_name)
+    data = task.load_data(Path(data_dir))
+    with io.atomic_dir(out_dir) as tmp:
+        for seed in (params.seeds if seeds is None else seeds):
+            start = time.perf_counter()
+            run = run_dir(runs_root, task_name, scheme, seed)
+            rows = evaluate_run(params, run, data_dir, Path(tmp) / f"seed_{seed}", data=data)
+            shown = [r for r in rows if r["length"] == "all" and r["metric"] in task.headline.get(r["split"], [])][:4]
+            echo(f"evaluated {task_name} {scheme} seed {seed}: "
+                 + ", ".join(f"{r['split']} {r['metric']} {r['value']:.4g}" for r in shown)
+                 + f" ({time.perf_counter() - start:.1f} s)")

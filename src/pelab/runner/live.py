@@ -37,5 +37,5 @@ def live_logger(live_dir: str | Path | None) -> Iterator[Callable[[dict[str, flo
 
         yield log
     # DVCLive's summary repeats the curves' last row; without it the run's live folder holds curves only, so a
-    # folder of runs (train@<task>-<scheme> declares dvclive/<task>/<scheme>) is a folder of plots.
+    # folder of runs (run@<task>-<scheme> declares dvclive/<task>/<scheme>) is a folder of plots.
     (Path(live_dir) / "metrics.json").unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from pelab.runner.live import live_logger
 from pelab.tasks import get_task
 from pelab.training.accounting import run_cost
 from pelab.training.loop import TrainResult, train
-from pelab.training.seeding import seeded
+from pelab.seeding import seeded
 
 # every run's weights are those of its logged step of lowest validation loss (training.loop.BestWeights)
 SELECTED_ON = "val_loss"

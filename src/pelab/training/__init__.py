@@ -1,1 +1,1 @@
-"""Training loops, schedules and seeding."""
+"""Training: the one loop, seeds stacked with vmap, CUDA graphs, cost accounting."""

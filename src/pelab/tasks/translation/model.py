@@ -28,7 +28,7 @@ from pelab.model.embedding import TokenEmbedding
 from pelab.positional import PositionalEncoding, build_positional_encoding
 from pelab.positional.none import NoPositionalEncoding
 from pelab.tasks.translation.config import Seq2SeqConfig
-from pelab.training.seeding import seeded
+from pelab.seeding import seeded
 
 
 @dataclass

@@ -1,5 +1,7 @@
-"""Stages train@<task>-<scheme> and train_length@<task>-<scheme>: train runs (atomically: a killed stage
-leaves no partial run behind).
+"""Stages run@<task>-<scheme> (run_length@…, run_lm@…): train the runs of a (task, scheme) (atomically: a killed
+stage leaves no partial run behind), then, with ``--results``, score them (``pelab.runner.evaluate.evaluate_runs``:
+``RESULTS/seed_<k>/``). One process does both, so the pipeline pays one start and one DVC record per (task, scheme);
+a change that only evaluation reads re-runs the stage, which restores every kept run and scores it again.
 
 Without ``--seed``, every seed of params ``seeds`` is trained, together as one vectorised model where the task
 allows it and it pays (``pelab.runner.train.train_runs``), else one after another. Each run lands in
@@ -16,6 +18,7 @@ from _common import one_line_errors, params_option, task_option
 
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
+from pelab.runner.evaluate import evaluate_runs
 from pelab.runner.train import train_runs
 
 
@@ -32,12 +35,15 @@ from pelab.runner.train import train_runs
               help="where finished runs are kept and the training in progress saves its state")
 @click.option("--save-every", "save_every_s", default=300.0, show_default=True, type=click.FloatRange(min=1.0),
               help="seconds between saves of the state of the training in progress")
+@click.option("--results", "results_dir", default=None, type=click.Path(file_okay=False),
+              help="score the runs into this folder after training (the run stage); default: train only")
 @click.option("--stack/--sequential", "stack", default=None,
               help="seeds together as one vectorised model, or one after another [default: together on CUDA; on "
                    "the CPU for tasks whose batches need no padding]")
 @one_line_errors
 def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], data_dir: str, runs_root: str,
-         live_root: str | None, kept_root: str, save_every_s: float, stack: bool | None) -> None:
+         live_root: str | None, kept_root: str, save_every_s: float, results_dir: str | None,
+         stack: bool | None) -> None:
     params = load_params(params_path)
     seeds = seeds or tuple(params.seeds)
     outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
@@ -48,6 +54,8 @@ def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], 
         together = f", {cost['seeds_together']} seeds together" if cost["seeds_together"] > 1 else ""
         click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
                    f"{cost['wall_time_s']:.1f} s on {cost['device']}{together}")
+    if results_dir is not None:
+        evaluate_runs(params, task_name, scheme, runs_root, data_dir, results_dir, seeds, echo=click.echo)
 
 
 if __name__ == "__main__":
