@@ -131,6 +131,18 @@ def test_cuda_on_a_machine_without_it_is_rejected_at_load(monkeypatch) -> None:
     assert parse_params(smoke_raw(device="cpu")).device == "cpu"
 
 
+def test_a_task_in_another_study_s_list_is_refused_naming_its_list() -> None:
+    """Each study's lists are read at the keys of its record (pelab.studies.STUDIES), and a task belongs to one."""
+    with pytest.raises(ValueError, match=r"^task 'reverse' is in tasks but belongs to the length study; list it in "
+                                         r"length_tasks$"):
+        parse_params(smoke_raw(tasks=["copy", "reverse"]))
+    with pytest.raises(ValueError, match=r"^task 'copy' is in lm_tasks but belongs to the main study; list it in "
+                                         r"tasks$"):
+        parse_params(smoke_raw(lm_tasks=["copy"]))
+    with pytest.raises(ValueError, match=r"^lm_schemes is empty while lm_tasks is not; .*'lm_tasks=\[\]'$"):
+        parse_params(smoke_raw(lm_tasks=["lm"], lm_schemes=[]))
+
+
 def test_unknown_task_and_unknown_scheme_option() -> None:
     with pytest.raises(ValueError, match=r"unknown task 'sort'; valid choices: copy, translation"):
         parse_params(smoke_raw(tasks=["copy", "sort"]))

@@ -15,7 +15,7 @@ import yaml
 
 from pelab.config import check_device
 from pelab.positional import check_scheme, scheme_names, scheme_options
-from pelab.studies import StudyLists
+from pelab.studies import STUDIES, StudyLists, StudyRecord, study_of
 from pelab.tasks import get_task, task_names
 from pelab.tasks.base import TaskConfig
 
@@ -83,32 +83,26 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
             raise ValueError(f"{key} lists a scheme twice: {list(names)}")
         return names
 
-    schemes = scheme_list("pe.schemes", (raw.get("pe") or {}).get("schemes"))
-    if not schemes:
-        raise ValueError("pe.schemes is empty; list at least one scheme, e.g. pe=all or 'pe.schemes=[none,rope]'")
-    length_tasks = tuple(str(t) for t in raw.get("length_tasks") or ())
-    length_schemes = scheme_list("length_schemes", raw.get("length_schemes"))
-    if length_tasks and not length_schemes:
-        raise ValueError("length_schemes is empty while length_tasks is not; list at least one scheme, e.g. "
-                         "'length_schemes=[none,rope]', or leave the length study out with 'length_tasks=[]'")
-    lm_tasks = tuple(str(t) for t in raw.get("lm_tasks") or ())
-    lm_schemes = scheme_list("lm_schemes", raw.get("lm_schemes"))
-    if lm_tasks and not lm_schemes:
-        raise ValueError("lm_schemes is empty while lm_tasks is not; list at least one scheme, e.g. "
-                         "'lm_schemes=[sinusoidal,alibi]', or leave the LM study out with 'lm_tasks=[]'")
-    for name in lm_tasks:
-        if name != "lm":
-            raise ValueError(f"unknown task {name!r} in lm_tasks; valid choices: lm")
+    # each study's tasks and schemes, at the params keys its record names (pelab.studies.STUDIES)
+    lists: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for study in STUDIES:
+        study_tasks = tuple(str(t) for t in study.values(raw, study.tasks_key))
+        for name in study_tasks:
+            check_task_in(study, name)
+        study_schemes = scheme_list(study.schemes_key, study.values(raw, study.schemes_key))
+        if study_tasks and not study_schemes:
+            raise ValueError(f"{study.schemes_key} is empty while {study.tasks_key} is not; list at least one scheme, "
+                             f"e.g. '{study.schemes_key}=[none,rope]', or leave the study out with "
+                             f"'{study.tasks_key}=[]'")
+        lists[study.name] = (study_tasks, study_schemes)
+    (main_tasks, schemes), (length_tasks, length_schemes), (lm_tasks, lm_schemes) = (
+        lists["main"], lists["length"], lists["lm"])
     seeds = tuple(raw.get("seeds") or ())
     if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
-    # `tasks`: the main study's tasks (stages run@…); `length_tasks`: the length-generalisation study's
-    # (run_length@…, pelab/tasks/length); `lm_tasks`: the LM study's (run_lm@lm-…). Params.tasks is all three,
-    # in that order.
-    main_tasks = tuple(str(t) for t in raw.get("tasks") or ())
-    tasks = main_tasks + length_tasks + lm_tasks
+    tasks = tuple(t for study_tasks, _ in lists.values() for t in study_tasks)  # every study's, in record order
     if not tasks:
         raise ValueError(f"tasks, length_tasks and lm_tasks are empty; list at least one of: "
                          f"{', '.join(task_names())}")
@@ -130,22 +124,37 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         if task.section is not None and name in raw:
             raise ValueError(f"params section {name!r}: task {name!r} reads the {task.section!r} section; move its "
                              f"settings there")
-        study_schemes = length_schemes if name in length_tasks else lm_schemes if name in lm_tasks else schemes
+        study_schemes = next(study_schemes for study_tasks, study_schemes in lists.values() if name in study_tasks)
         task_configs[name] = task.config(raw.get(task.params_section), study_schemes, positional_raw)
     return Params(
         profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,
         length_tasks=length_tasks, length_schemes=length_schemes, lm_tasks=lm_tasks, lm_schemes=lm_schemes,
-        tune=parse_tuning(raw.get("tune"), {"tasks": main_tasks, "length_tasks": length_tasks, "lm_tasks": lm_tasks}),
+        tune=parse_tuning(raw.get("tune"), {s.tune_key.removeprefix("tune."): lists[s.name][0] for s in STUDIES}),
     )
 
 
-TUNE_LISTS = ("tasks", "length_tasks", "lm_tasks")  # params tune.<list>: the tuned tasks of each study
+def check_task_in(study: StudyRecord, name: str) -> None:
+    """One line if ``name`` is not a registered task of ``study``, naming the study's tasks (or the list it
+    belongs in)."""
+    from pelab.tasks import TASKS
+
+    mine = [t for t, cls in TASKS.items() if study_of(cls.__module__) is study]
+    if name in mine:
+        return
+    if name in TASKS:
+        home = study_of(TASKS[name].__module__)
+        raise ValueError(f"task {name!r} is in {study.tasks_key} but belongs to the {home.name} study; list it in "
+                         f"{home.tasks_key}")
+    raise ValueError(f"unknown task {name!r}; valid choices: {', '.join(mine)}")
+
+
+TUNE_LISTS = tuple(s.tune_key.removeprefix("tune.") for s in STUDIES)  # params tune.<list>: each study's tuned tasks
 
 
 def parse_tuning(raw: dict[str, Any] | None, studies: dict[str, tuple[str, ...]]) -> Tuning:
-    """Validate params ``tune``; ``studies``: each study's tasks (``tune.tasks`` must be a subset of ``tasks``,
-    ``tune.length_tasks`` of ``length_tasks``, ``tune.lm_tasks`` of ``lm_tasks``)."""
+    """Validate params ``tune``; ``studies``: each tune list's study tasks (``tune.tasks`` must be a subset of
+    ``tasks``, ``tune.length_tasks`` of ``length_tasks``, ``tune.lm_tasks`` of ``lm_tasks``)."""
     raw = dict(raw or {})
     unknown = sorted(set(raw) - {"scales", "seed", *TUNE_LISTS})
     if unknown:
