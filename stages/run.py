@@ -31,8 +31,9 @@ from pelab.runner.train import train_runs
 @click.option("--runs", "runs_root", required=True, type=click.Path(file_okay=False), help="the runs folder")
 @click.option("--live", "live_root", default=None, type=click.Path(file_okay=False),
               help="the DVCLive folder for the training curves, written as they are logged")
-@click.option("--kept", "kept_root", default=".kept", show_default=True, type=click.Path(file_okay=False),
-              help="where finished runs are kept and the training in progress saves its state")
+@click.option("--kept", "kept_root", default=".kept", show_default=True, envvar="PELAB_KEPT",
+              type=click.Path(file_okay=False),
+              help="where finished runs are kept and the training in progress saves its state (env PELAB_KEPT)")
 @click.option("--save-every", "save_every_s", default=300.0, show_default=True, type=click.FloatRange(min=1.0),
               help="seconds between saves of the state of the training in progress")
 @click.option("--results", "results_dir", default=None, type=click.Path(file_okay=False),

@@ -26,8 +26,9 @@ from pelab.runner.tune import tune_runs
               help="the tuned runs' folder (runs/tuned)")
 @click.option("--sweeps", "sweeps_root", required=True, type=click.Path(file_okay=False),
               help="the sweeps' folder (runs/sweep)")
-@click.option("--kept", "kept_root", default=".kept", show_default=True, type=click.Path(file_okay=False),
-              help="where finished runs are kept (the run stage's folder)")
+@click.option("--kept", "kept_root", default=".kept", show_default=True, envvar="PELAB_KEPT",
+              type=click.Path(file_okay=False),
+              help="where finished runs are kept (the run stage's folder; env PELAB_KEPT)")
 @click.option("--results", "results_dir", default=None, type=click.Path(file_okay=False),
               help="score the tuned runs into this folder (the tune stage); default: tune only")
 @one_line_errors

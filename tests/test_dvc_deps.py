@@ -110,7 +110,8 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
 
     for task, scheme in (("reverse", "rand_rope"), ("copy", "alibi"), ("lm", "rope"), ("translation", "t5")):
         covered = set(fingerprint_sources(task, scheme))
-        assert covered == closure(SRC / "pelab/runner/train.py", task, scheme, False)
+        trained = closure(SRC / "pelab/runner/train.py", task, scheme, False)
+        assert covered == {p for p in trained if SRC / "pelab/pipeline" not in p.parents}  # less the closure rule
         tuned = closure(SRC / "pelab/runner/tune.py", task, scheme, False)
         assert tuned - covered == {SRC / "pelab/runner/tune.py"}  # the choice of rate is in the run's identity
         assert not {p for p in covered if p.name == "evaluate.py" or "probe" in p.parts}, (task, scheme)

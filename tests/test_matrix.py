@@ -18,7 +18,8 @@ from pelab.positional.randomized import RandomizedPositions
 from pelab.runner.checkpoint import load_run, run_dir
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_runs
-from pelab.tasks import get_task, task_names
+from pelab.studies import study_of
+from pelab.tasks import TASKS, get_task, task_names
 
 SEEDS = [0, 1]
 PAIRS = [(task, scheme) for task in task_names() for scheme in scheme_names()]
@@ -27,7 +28,11 @@ PAIRS = [(task, scheme) for task in task_names() for scheme in scheme_names()]
 def matrix_raw(task: str, scheme: str) -> dict:
     """The smoke composition with only ``task`` and ``scheme``, a few steps, no dropout (so the stacked and the
     one-by-one runs are the same runs to float tolerance)."""
-    raw = smoke_raw(tasks=[task], seeds=SEEDS, pe={"schemes": [scheme]}, length_tasks=[], length_schemes=[])
+    lists = {"tasks": [], "length_tasks": [], "lm_tasks": []}
+    home = study_of(TASKS[task].__module__)  # the task and scheme in the lists of the task's own study
+    lists[home.tasks_key] = [task]
+    schemes = {"pe": {"schemes": [scheme]}} if home.schemes_key == "pe.schemes" else {home.schemes_key: [scheme]}
+    raw = smoke_raw(seeds=SEEDS, **lists, **schemes)
     section = raw[get_task(task).params_section]
     section["train"] = {**section["train"], "steps": 4, "log_every": 2, "warmup_steps": 1,
                         "checkpoints": min(section["train"].get("checkpoints", 0), 2)}

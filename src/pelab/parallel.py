@@ -7,8 +7,10 @@
    `-S` overrides, its run and tune stages as targets), and `dvc queue start -j workers` runs them at once, each
    worker limited to its share of the CPU threads (``OMP_NUM_THREADS``).
 3. Every stage a shard finishes lands in DVC's run cache, which the queue's temporary workspaces share with this
-   one, so the final `dvc exp run OVERRIDES` of the whole study restores each run and tune stage from it and runs what spans the schemes: aggregate and report. A stage is restored only if its command,
-   dependencies and params match; a shard that failed leaves its stages to the final run, which trains them.
+   one, so the final `dvc exp run OVERRIDES` of the whole study restores each run and tune stage from it and runs
+   what spans the schemes: aggregate and report. A stage is restored only if its command, dependencies and params
+   match; a shard that failed leaves its stages to the final run, which trains them. The shards keep their runs in
+   this workspace's ``.kept/`` (``PELAB_KEPT``), so a shard trains only what was never trained from its inputs.
 """
 
 from __future__ import annotations
@@ -97,7 +99,10 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
         _dvc(["exp", "run", "--queue", "-n", name, *_flags([*mine, *shard]), *shard_targets(shard, composed)],
              cwd)
     threads = max(1, (os.cpu_count() or 1) // len(shards))
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
+    # the shards' runs are kept in this workspace's .kept/, not in their temporary copies: a shard restores what was
+    # trained before (an evaluation-only edit retrains nothing) and this workspace keeps what the shards train
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
+           "PELAB_KEPT": os.environ.get("PELAB_KEPT", str((cwd / ".kept").resolve()))}
     status = run_queue(names, cwd, len(shards), poll_s, timeout_min, env=env, echo=echo)
     failed = [name for name in names if status[name] == "Failed"]
     if failed:

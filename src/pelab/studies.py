@@ -76,9 +76,12 @@ class StudyRecord:
         return self.package or task
 
     def owns(self, task_module: str) -> bool:
-        """Whether the task whose class lives in ``task_module`` belongs to this study."""
+        """Whether the task whose class lives in ``task_module`` belongs to this study: a study with a package owns
+        the tasks of ``pelab.tasks.<package>``, the main study every other (a task registered from outside
+        ``pelab.tasks`` too)."""
+        parts = task_module.split(".")
+        folder = parts[2] if parts[:2] == ["pelab", "tasks"] and len(parts) > 2 else None
         packages = {s.package for s in STUDIES if s.package}
-        folder = task_module.split(".")[2]
         return folder == self.package if self.package else folder not in packages
 
     def values(self, params: dict[str, Any], key: str) -> list[str]:

@@ -31,7 +31,9 @@ def fingerprint_sources(task: str, scheme: str) -> list[Path]:
     retrains a kept run; the tuning stage's choice of rate is in the run's identity."""
     from pelab.pipeline.closure import PACKAGE, closure
 
-    return sorted(closure(PACKAGE / "runner/train.py", task, scheme, evaluation=False))
+    tooling = PACKAGE / "pipeline"  # the closure rule itself, imported here: not what a run is trained from
+    return sorted(p for p in closure(PACKAGE / "runner/train.py", task, scheme, evaluation=False)
+                  if tooling not in p.parents)
 
 
 def fingerprint(data_dir: str | Path, task: str, scheme: str) -> str:
