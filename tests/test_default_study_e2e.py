@@ -26,7 +26,7 @@ def study(repo_root, tmp_path_factory):
                  "tune.lm_tasks=[lm]"]
     dest = copy_worktree(repo_root, tmp_path_factory.mktemp("default_study") / "repo")
     run(["pelab", "compose", *overrides, "--out", "params.yaml"], dest)
-    out = run(["dvc", "repro"], dest, timeout_s=None)  # about 20 minutes on 2 cores
+    out = run(["dvc", "repro"], dest, timeout_s=None)  # the suite's longest test: benchmarks/results/suite_time.md
     return dest, full, out
 
 
