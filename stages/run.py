@@ -1,7 +1,8 @@
-"""Stages run@<task>-<scheme> (run_length@…, run_lm@…): train the runs of a (task, scheme) (atomically: a killed
-stage leaves no partial run behind), then, with ``--results``, score them (``pelab.runner.evaluate.evaluate_runs``:
-``RESULTS/seed_<k>/``). One process does both, so the pipeline pays one start and one DVC record per (task, scheme);
-a change that only evaluation reads re-runs the stage, which restores every kept run and scores it again.
+"""Stages run@<task>-<scheme> (run_lm@…) and run_length@<task>: train the runs of a (task, scheme), or of a task's
+every scheme one scheme after another (atomically: a killed stage leaves no partial run behind), then, with
+``--results``, score them (``pelab.runner.evaluate.evaluate_runs``: ``RESULTS/<task>/<scheme>/seed_<k>/``). One
+process does both, so the pipeline pays one start and one DVC record per stage; a change that only evaluation reads
+re-runs the stage, which restores every kept run and scores it again.
 
 Without ``--seed``, every seed of params ``seeds`` is trained, together as one vectorised model where the task
 allows it and it pays (``pelab.runner.train.train_runs``), else one after another. Each run lands in
@@ -25,7 +26,8 @@ from pelab.runner.train import train_runs
 @click.command()
 @params_option
 @task_option
-@click.option("--scheme", required=True)
+@click.option("--scheme", "schemes", multiple=True,
+              help="a scheme to run (repeatable); default: every scheme of the task's study in params")
 @click.option("--seed", "seeds", type=int, multiple=True, help="seeds to train (repeatable); default: params seeds")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--runs", "runs_root", required=True, type=click.Path(file_okay=False), help="the runs folder")
@@ -37,26 +39,29 @@ from pelab.runner.train import train_runs
 @click.option("--save-every", "save_every_s", default=300.0, show_default=True, type=click.FloatRange(min=1.0),
               help="seconds between saves of the state of the training in progress")
 @click.option("--results", "results_dir", default=None, type=click.Path(file_okay=False),
-              help="score the runs into this folder after training (the run stage); default: train only")
+              help="score the runs into RESULTS/<task>/<scheme>/ after training (the run stage); default: train only")
 @click.option("--stack/--sequential", "stack", default=None,
               help="seeds together as one vectorised model, or one after another [default: together on CUDA; on "
                    "the CPU for tasks whose batches need no padding]")
 @one_line_errors
-def main(params_path: str, task_name: str, scheme: str, seeds: tuple[int, ...], data_dir: str, runs_root: str,
-         live_root: str | None, kept_root: str, save_every_s: float, results_dir: str | None,
+def main(params_path: str, task_name: str, schemes: tuple[str, ...], seeds: tuple[int, ...], data_dir: str,
+         runs_root: str, live_root: str | None, kept_root: str, save_every_s: float, results_dir: str | None,
          stack: bool | None) -> None:
     params = load_params(params_path)
+    schemes = schemes or params.schemes_of(task_name)
     seeds = seeds or tuple(params.seeds)
-    outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
-    lives = None if live_root is None else [run_dir(live_root, task_name, scheme, seed) for seed in seeds]
-    costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, stack=stack,
-                       kept=Path(kept_root) / task_name / scheme, save_every_s=save_every_s)
-    for seed, cost in zip(seeds, costs):
-        together = f", {cost['seeds_together']} seeds together" if cost["seeds_together"] > 1 else ""
-        click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
-                   f"{cost['wall_time_s']:.1f} s on {cost['device']}{together}")
-    if results_dir is not None:
-        evaluate_runs(params, task_name, scheme, runs_root, data_dir, results_dir, seeds, echo=click.echo)
+    for scheme in schemes:
+        outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]
+        lives = None if live_root is None else [run_dir(live_root, task_name, scheme, seed) for seed in seeds]
+        costs = train_runs(params, task_name, scheme, seeds, data_dir, outs, live_dirs=lives, stack=stack,
+                           kept=Path(kept_root) / task_name / scheme, save_every_s=save_every_s)
+        for seed, cost in zip(seeds, costs):
+            together = f", {cost['seeds_together']} seeds together" if cost["seeds_together"] > 1 else ""
+            click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
+                       f"{cost['wall_time_s']:.1f} s on {cost['device']}{together}")
+        if results_dir is not None:
+            evaluate_runs(params, task_name, scheme, runs_root, data_dir, Path(results_dir) / task_name / scheme,
+                          seeds, echo=click.echo)
 
 
 if __name__ == "__main__":

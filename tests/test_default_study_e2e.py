@@ -34,11 +34,11 @@ def test_every_stage_of_the_default_study_runs(study):
     project, full, out = study
     stages = {line.split()[0].rsplit(":", 1)[-1]
               for line in run(["dvc", "stage", "list", "--all"], project).splitlines() if line.strip()}
-    n_main, n_length = len(full["tasks"]) * len(full["pe"]["schemes"]), len(full["length_tasks"]) * len(
-        full["length_schemes"])
+    n_main = len(full["tasks"]) * len(full["pe"]["schemes"])  # a run stage per (task, scheme)
+    n_length = len(full["length_tasks"])  # a run stage per task: its every length scheme
     n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])
     assert full["lm_tasks"] == ["lm"] and n_lm == 11
-    n_tuned = n_main + len(full["length_schemes"]) + n_lm  # a tune stage each
+    n_tuned = n_main + 1 + n_lm  # a tune stage each (one for the tuned length task)
     n_tasks = len(full["tasks"]) + len(full["length_tasks"]) + 1  # a prepare stage each
     assert len(stages) == n_tasks + n_main + n_length + n_lm + n_tuned + 2  # and aggregate, report
     assert ran(out, "") == stages

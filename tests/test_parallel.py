@@ -1,5 +1,5 @@
-"""`pelab parallel`'s shard plan (pelab.parallel): every scheme of every study in exactly one shard, the studies
-a shard holds no scheme of left out of it; the queue's polling, with DVC faked; the DVC run itself is
+"""`pelab parallel`'s shard plan (pelab.parallel): every scheme of every study (every task of the length study,
+which runs one stage per task) in exactly one shard, the studies a shard holds nothing of left out of it; the queue's polling, with DVC faked; the DVC run itself is
 tests/test_queue_e2e.py's."""
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ def test_the_schemes_of_every_study_are_dealt_round_robin_and_each_lands_in_one_
     composed = {"tasks": ["copy", "translation"], "pe": {"schemes": ["none", "rope", "alibi"]},
                 "length_tasks": ["reverse"], "length_schemes": ["none", "rope"],
                 "lm_tasks": ["lm"], "lm_schemes": ["alibi"]}
+    # the length study by task (its stage runs every length scheme): the shard's stage is the whole study's
     assert shard_overrides(composed, 2) == [
-        ["pe=[none,alibi]", "length_schemes=[rope]", "lm_tasks=[]"],
-        ["pe=[rope]", "length_schemes=[none]", "lm_schemes=[alibi]"],
+        ["pe=[none,alibi]", "length_tasks=[]", "lm_schemes=[alibi]"],
+        ["pe=[rope]", "length_tasks=[reverse]", "lm_tasks=[]"],
     ]
-    assert shard_overrides(composed, 1) == [["pe=[none,rope,alibi]", "length_schemes=[none,rope]",
+    assert shard_overrides(composed, 1) == [["pe=[none,rope,alibi]", "length_tasks=[reverse]",
                                              "lm_schemes=[alibi]"]]
-    # more workers than schemes: the empty shards are dropped
-    assert len(shard_overrides(composed, 10)) == 6
+    # more workers than schemes and tasks: the empty shards are dropped
+    assert len(shard_overrides(composed, 10)) == 5
     # a study that is off (no tasks) contributes no scheme
     assert shard_overrides({**composed, "length_tasks": [], "lm_tasks": []}, 2) == [
         ["pe=[none,alibi]", "length_tasks=[]", "lm_tasks=[]"], ["pe=[rope]", "length_tasks=[]", "lm_tasks=[]"]]
@@ -33,14 +34,14 @@ def test_the_schemes_of_every_study_are_dealt_round_robin_and_each_lands_in_one_
 def test_the_default_study_s_shards_cover_every_stage_once():
     composed = compose_params(ROOT / "conf", ["profile=quick"])
     shards = shard_overrides(composed, 3)
-    dealt = {key: [] for key in ("pe", "length_schemes", "lm_schemes")}
+    dealt = {key: [] for key in ("pe", "length_tasks", "lm_schemes")}
     for shard in shards:
         for override in shard:
             key, value = override.split("=", 1)
             if key in dealt:
-                dealt[key] += value.strip("[]").split(",")
+                dealt[key] += [v for v in value.strip("[]").split(",") if v]  # `length_tasks=[]`: none
     assert sorted(dealt["pe"]) == sorted(composed["pe"]["schemes"])
-    assert sorted(dealt["length_schemes"]) == sorted(composed["length_schemes"])
+    assert sorted(dealt["length_tasks"]) == sorted(composed["length_tasks"])
     assert sorted(dealt["lm_schemes"]) == sorted(composed["lm_schemes"])
 
 
@@ -55,16 +56,19 @@ def test_a_shard_runs_its_studies_evaluation_and_its_own_choice_replaces_the_use
     assert shard_targets(shard) == [main, lm]
     tuned = {"tune": {"tasks": ["copy"], "length_tasks": ["reverse"], "lm_tasks": []}}
     assert shard_targets(shard, tuned) == [main, lm, "pipelines/main/tune/dvc.yaml:tune"]
+    length = ["pe=[rope]", "length_tasks=[reverse]", "tune.length_tasks=[]", "lm_tasks=[]"]
+    assert shard_targets(length, tuned) == [main, "pipelines/length/run/dvc.yaml:run_length",
+                                            "pipelines/main/tune/dvc.yaml:tune"]
 
 
-def test_a_shard_that_leaves_a_tuned_study_out_tunes_none_of_it():
-    composed = {"tasks": ["copy"], "pe": {"schemes": ["none", "rope"]}, "length_tasks": ["reverse"],
+def test_a_shard_that_leaves_a_tuned_study_or_task_out_tunes_none_of_it():
+    composed = {"tasks": ["copy"], "pe": {"schemes": ["none", "rope"]}, "length_tasks": ["reverse", "addition"],
                 "length_schemes": ["rope"], "lm_tasks": [],
                 "tune": {"tasks": ["copy"], "length_tasks": ["reverse"], "lm_tasks": []}}
     assert shard_overrides(composed, 3) == [
-        ["pe=[none]", "length_tasks=[]", "tune.length_tasks=[]", "lm_tasks=[]"],
+        ["pe=[none]", "length_tasks=[addition]", "tune.length_tasks=[]", "lm_tasks=[]"],
         ["pe=[rope]", "length_tasks=[]", "tune.length_tasks=[]", "lm_tasks=[]"],
-        ["tasks=[]", "tune.tasks=[]", "length_schemes=[rope]", "lm_tasks=[]"]]
+        ["tasks=[]", "tune.tasks=[]", "length_tasks=[reverse]", "tune.length_tasks=[reverse]", "lm_tasks=[]"]]
     user = ["profile=quick", "pe.schemes=[none,rope]", "+pe.selected.x=y", "length_tasks=[reverse]", "seeds=[0]",
             "lm.train.steps=10"]
     assert without_keys(user, {"pe", "length_tasks", "lm_schemes"}) == ["profile=quick", "seeds=[0]",

@@ -52,8 +52,13 @@ def ran(output: str, kind: str) -> set[str]:
 
 def trains(tasks=TASKS, schemes=SCHEMES, stage="run") -> set[str]:
     """Run stage names, one per (task, scheme) whose seeds it trains and scores: run@<task>-<scheme> (the main
-    study) or run_length@<task>-<scheme> (the length study)."""
+    study)."""
     return {f"{stage}@{t}-{s}" for t in tasks for s in schemes}
+
+
+def length_stages(tasks=LENGTH_TASKS) -> set[str]:
+    """The length study's run stages, one per task (every length scheme in it): run_length@<task>."""
+    return {f"run_length@{t}" for t in tasks}
 
 
 def trained(output: str) -> set[str]:
@@ -115,7 +120,7 @@ def project(repo_root, tmp_path_factory) -> Path:
     run(["pelab", "compose", *OVERRIDES, "--out", "params.yaml"], dest)
     out = run(["dvc", "repro"], dest)
     assert ran(out, "run") == trains()
-    assert ran(out, "run_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length")
+    assert ran(out, "run_length") == length_stages()
     assert len(trained(out)) == len(SEEDS) * (len(TASKS) * len(SCHEMES) + len(LENGTH_TASKS) * len(LENGTH_SCHEMES))
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "smoke results"], dest)
@@ -136,7 +141,7 @@ def test_repro_writes_metrics_report_and_figures(project):
     assert max(map(len, shown)) <= 120, shown
     summary = (project / "reports/summary.json").read_text()
     assert "NaN" not in summary and json.loads(summary)["copy"]["rope"]["test"]["exact_match"]["sd"] >= 0.0
-    # DVCLive's live curves of every run, and the report's figures, are DVC plots
+    # the live curves of every run, and the report's figures, are DVC plots
     live = (project / "dvclive/translation/rope/seed_1/plots/metrics")
     assert {p.name for p in live.iterdir()} == {"loss.tsv", "lr.tsv", "val_loss.tsv"}
     plots = json.loads(run(["dvc", "plots", "show", "--json", "--split"], project))["data"]
@@ -182,7 +187,7 @@ def test_editing_evaluation_code_rescores_that_task_and_trains_nothing(project):
     path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
     out = run(["dvc", "repro"], project)
     assert ran(out, "run") == set() and trained(out) == set()
-    assert ran(out, "run_length") == trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length")
+    assert ran(out, "run_length") == length_stages()
 
 
 def test_editing_plotting_code_reruns_only_the_report_which_reads_files(project):
@@ -229,7 +234,7 @@ def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_
     # (the length study's run stages may all have finished before the kill: DVC orders the pipeline files by path)
     assert {t.split(" seed ")[1] for t in trained(out)} == {"2"}  # the new seed only, or the one killed in training
     assert not list(project.glob("runs/*/*/.seed_*"))  # no half-written run left behind
-    assert len(runs) == len(trains()) + len(trains(tasks=LENGTH_TASKS, schemes=LENGTH_SCHEMES, stage="run_length"))
+    assert len(runs) == len(TASKS) * len(SCHEMES) + len(LENGTH_TASKS) * len(LENGTH_SCHEMES)
     assert {path: path.read_text() for path in runs} == before  # seed 0 of every stage restored, not retrained
     assert all((path.parent.parent / "seed_2" / "run.json").exists() for path in runs)
     assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
@@ -241,7 +246,10 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=[rope,t5]",
             "-S", f"length_schemes=[{LENGTH_SCHEMES[0]}]", "-S", "lm_tasks=[]"]
     out = run(["dvc", "exp", "run", *base], project)
-    assert ran(out, "run") == set() and ran(out, "run_length") == set()  # all run with these params
+    assert ran(out, "run") == set()  # every main-study stage ran with these params: restored from the run cache
+    # the length study runs one stage per task, whose params (the list of schemes) changed: each runs again,
+    # restores the subset's runs from .kept/ and scores them, training nothing
+    assert ran(out, "run_length") == length_stages() and trained(out) == set()
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert params["pe"]["schemes"] == ["rope", "t5"]  # Hydra merged the two options into a subset
     assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["rope.json", "t5.json"]

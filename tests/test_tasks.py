@@ -58,7 +58,7 @@ def test_a_tiny_task_runs_through_the_one_runner(reverse_task, tmp_path):
     metrics = io.read_json(tmp_path / "metrics/tiny_reverse/rope.json")
     assert set(metrics) == {"exact"} and 0.0 <= metrics["exact"] <= 1.0
     assert (tmp_path / "plots/tiny_reverse_train_loss.csv").exists()
-    # DVCLive logged the same curve the run's history holds, row by row
+    # the live curve holds the same rows as the run's history
     live = pd.read_csv(tmp_path / "dvclive/rope/seed_1/plots/metrics/loss.tsv", sep="\t")
     history = pd.read_csv(tmp_path / "runs/tiny_reverse/rope/seed_1/history.csv")
     assert live["step"].tolist() == history["step"].tolist() == [3, 6]
@@ -73,21 +73,26 @@ def test_a_tiny_task_section_is_validated_like_the_others(reverse_task):
         parse_params(raw)
 
 
-def test_live_curves_leave_no_signal_file_that_parallel_queue_workers_would_race_on(tmp_path, monkeypatch):
-    """Queued experiments' DVCLive processes share one VS Code signal file under the repository's
-    .dvc/tmp/exps/run, which ``Live.end`` removes unguarded: two workers racing there failed an experiment.
-    The training curves are written without it."""
+def test_live_curves_are_written_row_by_row_in_dvclive_s_layout_and_a_new_run_starts_them_afresh(tmp_path):
+    """``dvc plots`` reads <dir>/plots/metrics/<name>.tsv: a header ``step<TAB><name>``, then one row per logged
+    step, appended as it is logged (a row without a value leaves that curve out). A run that starts again (not
+    one restored from .kept/) starts its curves empty."""
     from pelab.runner.live import live_logger
 
-    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "repo"))  # what a queued experiment's processes see
-    (tmp_path / "repo" / ".dvc").mkdir(parents=True)
+    metrics = tmp_path / "live" / "plots" / "metrics"
     with live_logger(tmp_path / "live") as log:
-        log({"step": 5, "loss": 2.0})
-        log({"step": 10, "loss": 1.5})
-        assert not (tmp_path / "repo" / ".dvc" / "tmp" / "exps" / "run" / "DVCLIVE_STEP_COMPLETED").exists()
-    live = pd.read_csv(tmp_path / "live/plots/metrics/loss.tsv", sep="\t")
+        log({"step": 5, "loss": 2.0, "val_loss": None})
+        assert (metrics / "loss.tsv").read_text() == "step\tloss\n5\t2.0\n"  # there while the run goes on
+        log({"step": 10, "loss": 1.5, "val_loss": 1.25})
+    live = pd.read_csv(metrics / "loss.tsv", sep="\t")
     assert live["step"].tolist() == [5, 10] and live["loss"].tolist() == [2.0, 1.5]
-    assert not (tmp_path / "live" / "metrics.json").exists()
+    assert (metrics / "val_loss.tsv").read_text() == "step\tval_loss\n10\t1.25\n"
+    with live_logger(tmp_path / "live") as log:
+        log({"step": 3, "loss": 0.1})
+    assert sorted(p.name for p in metrics.iterdir()) == ["loss.tsv"]
+    assert (metrics / "loss.tsv").read_text() == "step\tloss\n3\t0.1\n"
+    with live_logger(None) as log:
+        assert log is None
 
 
 def test_the_registries_conf_and_dvc_yaml_agree(repo_root):

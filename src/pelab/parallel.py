@@ -2,9 +2,10 @@
 
 1. The prepare stages run once, in the workspace (`dvc exp run OVERRIDES prepare …`), so that every shard trains
    from the same prepared data.
-2. The schemes of every study in the composed params are dealt round-robin into ``workers`` shards; each shard is
-   queued as one experiment that trains and scores its schemes (`dvc exp run --queue`, the shard's schemes as
-   `-S` overrides, its run and tune stages as targets), and `dvc queue start -j workers` runs them at once, each
+2. The schemes of every study in the composed params (the tasks of a study that runs one stage per task, the
+   length study) are dealt round-robin into ``workers`` shards; each shard is queued as one experiment that trains
+   and scores its share (`dvc exp run --queue`, the shard's schemes or tasks as `-S` overrides, its run and tune
+   stages as targets), and `dvc queue start -j workers` runs them at once, each
    worker limited to its share of the CPU threads (``OMP_NUM_THREADS``).
 3. Every stage a shard finishes lands in DVC's run cache, which the queue's temporary workspaces share with this
    one, so the final `dvc exp run OVERRIDES` of the whole study restores each run and tune stage from it and runs
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pelab.studies import STUDIES
+from pelab.studies import STUDIES, StudyRecord
 
 
 RAN_STAGE = re.compile(r"Running stage '([^']+)'")
@@ -36,32 +37,49 @@ WORKERS = re.compile(r"Worker status: (\d+) active, (\d+) idle")  # the last lin
 def shard_overrides(composed: dict[str, Any], workers: int) -> list[list[str]]:
     """The `-S` overrides of each shard: every study's schemes dealt round-robin over ``workers`` shards (one
     rotation through all studies, so the shards' loads even out), a study left out of a shard that holds none of
-    its schemes. Shards left empty are dropped."""
+    its schemes. A study with one stage per task (``StudyRecord.per_scheme`` False) is dealt by task instead, so a
+    shard's stage is the whole study's (the same params) and the final run restores it. Shards left empty are
+    dropped."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     shards: list[dict[str, list[str]]] = [{} for _ in range(workers)]
     turn = 0
     for study in STUDIES:
-        for scheme in study.schemes_in(composed):
-            shards[turn % workers].setdefault(study.select, []).append(scheme)
+        for item in dealt(study, composed):
+            shards[turn % workers].setdefault(deal_key(study), []).append(item)
             turn += 1
     out = []
     for shard in (shard for shard in shards if shard):
         overrides = []
         for s in STUDIES:
-            if s.select in shard:
-                overrides.append(f"{s.select}=[{','.join(shard[s.select])}]")
+            key, tuned = deal_key(s), s.values(composed, s.tune_key)
+            if key in shard:
+                overrides.append(f"{key}=[{','.join(shard[key])}]")
+                if not s.per_scheme and tuned:  # its tuned tasks: those of the shard
+                    overrides.append(f"{s.tune_key}=[{','.join(t for t in tuned if t in shard[key])}]")
             else:  # a study left out is tuned nowhere either
-                overrides += [f"{s.tasks_key}=[]", *([f"{s.tune_key}=[]"] if s.values(composed, s.tune_key) else [])]
+                overrides += [f"{s.tasks_key}=[]", *([f"{s.tune_key}=[]"] if tuned else [])]
         out.append(overrides)
     return out
 
 
+def deal_key(study: StudyRecord) -> str:
+    """The override a shard's share of ``study`` is given by: its scheme selection, or its list of tasks."""
+    return study.select if study.per_scheme else study.tasks_key
+
+
+def dealt(study: StudyRecord, composed: dict[str, Any]) -> list[str]:
+    """What of ``study`` is dealt to the shards: its schemes, or its tasks (none where it has no scheme)."""
+    if study.per_scheme:
+        return study.schemes_in(composed)
+    return study.values(composed, study.tasks_key) if study.schemes_in(composed) else []
+
+
 def shard_targets(shard: Sequence[str], composed: dict[str, Any] | None = None) -> list[str]:
     """The stage groups a shard runs (with the prepare stages upstream): its studies' run stages and, where
-    ``composed`` tunes a study, its tune stages."""
-    mine = [s for s in STUDIES if any(o.startswith(f"{s.select}=[") for o in shard)]
-    tuned = [s for s in mine if composed and s.values(composed, s.tune_key)]
+    ``composed`` tunes a study (and the shard does not leave out its tuned tasks), its tune stages."""
+    mine = [s for s in STUDIES if any(o.startswith(f"{deal_key(s)}=[") and o != f"{deal_key(s)}=[]" for o in shard)]
+    tuned = [s for s in mine if composed and s.values(composed, s.tune_key) and f"{s.tune_key}=[]" not in shard]
     return [s.target("run") for s in mine] + [s.target("tune") for s in tuned]
 
 

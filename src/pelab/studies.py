@@ -44,7 +44,10 @@ class StudyRecord:
 
     A study is a list of tasks crossed with a list of schemes, each a params key: every task is one prepare stage,
     every (task, scheme) one run stage (its seeds trained, then scored), and every (task, scheme) of its tuned
-    tasks one tune stage (the learning-rate sweep, the tuned runs, scored). Each stage group lives in its own
+    tasks one tune stage (the learning-rate sweep, the tuned runs, scored). A study whose runs are small
+    (``per_scheme`` False) has one run and one tune stage per task instead, which runs every scheme of the study in
+    one process: a stage costs 4-5 s that train nothing (Python, torch and DVC's bookkeeping), more than such a run
+    trains at small sizes (``benchmarks/results/suite_time.md``). Each stage group lives in its own
     ``pipelines/<name>/<kind>/dvc.yaml``: DVC rewrites a stage's whole ``dvc.lock`` after every stage, so small lock
     files save time (``benchmarks/results/pipeline_files.md``)."""
 
@@ -57,6 +60,7 @@ class StudyRecord:
     # each task is its own package and section
     suffix: str  # its stage groups: prepare<suffix>, run<suffix>, tune<suffix>
     corpora: tuple[str, ...] = ()  # folders of the repository its prepare stage reads
+    per_scheme: bool = True  # one run and tune stage per (task, scheme); False: one per task, every scheme in it
     about: str = ""  # one line for the pipeline file's header
 
     def pipeline(self, kind: str) -> str:
@@ -100,11 +104,11 @@ STUDIES = (
     StudyRecord("main", "tasks", "pe.schemes", "pe", "tune.tasks", None, "", corpora=("corpora",),
           about="the main study: copy and Multi30k translation, every scheme of `pe.schemes`"),
     StudyRecord("length", "length_tasks", "length_schemes", "length_schemes", "tune.length_tasks", "length", "_length",
-          about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
+          per_scheme=False, about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
     StudyRecord("lm", "lm_tasks", "lm_schemes", "lm_schemes", "tune.lm_tasks", "lm", "_lm", corpora=("corpora/lm",),
           about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
 )
-STAGE_KINDS = ("prepare", "run", "tune")  # a task's data; a (task, scheme)'s runs, scored; its tuned runs, scored
+STAGE_KINDS = ("prepare", "run", "tune")  # a task's data; a (task, scheme)'s (or task's) runs, scored; tuned, scored
 
 
 def study_of(task_module: str) -> StudyRecord:

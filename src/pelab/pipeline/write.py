@@ -59,6 +59,16 @@ COMMENTS = {
             "lowest best validation loss is chosen, every seed trains at it into runs/tuned (the sweep in\n"
             "runs/sweep), and the tuned runs are scored like the run stage's (results/tuned/<task>/<scheme>/).\n"
             "A chosen scale of 1 restores the shared-rate runs kept under .kept/.",
+    "run_per_task": "One run stage per task: its every scheme of the study's list, one after another, in one process (a stage\n"
+                    "costs seconds that train nothing; this study's runs are small). Otherwise as the main study's:\n"
+                    "each scheme's seeds trained together as one vectorised model, each kept at its best validation\n"
+                    "step, then scored (results/<task>/<scheme>/seed_<k>/) with the per-run probe; finished runs kept\n"
+                    "under .kept/ per (task, scheme), so adding a scheme trains only its runs and an edit to one\n"
+                    "scheme's module retrains only that scheme's (pelab/runner/kept_runs.py). Depends on every scheme's\n"
+                    "module and options (the `positional` sections) and on the list of schemes.",
+    "tune_per_task": "Per-scheme learning rates (pelab/runner/tune.py) as in the main study, one stage per tuned task\n"
+                     "running every scheme of the study's list: the sweep, the choice, the tuned runs, scored\n"
+                     "(results/tuned/<task>/<scheme>/).",
 }
 
 
@@ -113,10 +123,11 @@ def template(path: Path, task: str | None, scheme: str | None, task_var: str) ->
     return text
 
 
-def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: bool, task_var: str = TASK) -> list[str]:
+def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: bool, task_var: str = TASK,
+              scheme_var: bool = True) -> list[str]:
     """The code dependencies of a stage group of ``study`` that runs ``stages/<script>``: the union, over its tasks
-    (and every registered scheme when ``per_scheme``), of the script's closure, templated. A templated path that
-    some task lacks becomes its task folder."""
+    (and every registered scheme when ``per_scheme``), of the script's closure, templated (a scheme's module as
+    ``${item.scheme}`` only if ``scheme_var``). A templated path that some task lacks becomes its task folder."""
     from pelab.positional import scheme_names
 
     per_task = study.package is None
@@ -125,7 +136,8 @@ def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: boo
     for task in tasks:
         for scheme in (scheme_names() if per_scheme else [None]):
             found = compress(closure(ROOT / "stages" / script, task, scheme, evaluation))
-            entries |= {template(p, task if per_task else None, scheme, task_var) for p in found}
+            entries |= {template(p, task if per_task else None, scheme if scheme_var else None, task_var)
+                        for p in found}
     if per_task:
         entries = {_widen(e, tasks, task_var) for e in entries}
     return _ordered(entries)
@@ -146,27 +158,36 @@ def _ordered(entries: Iterable[str]) -> list[str]:
 
 def study_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
     """The stage groups of ``study`` (``STAGE_KINDS``), as its pipeline files hold them."""
+    return {study.stage("prepare"): prepare_stage(study),
+            **(per_scheme_stages(study) if study.per_scheme else per_task_stages(study))}
+
+
+def prepare_stage(study: StudyRecord) -> dict[str, Any]:
+    return {
+        "foreach": f"${{{study.tasks_key}}}",
+        "do": {
+            "wdir": WDIR,
+            "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
+            "deps": [*code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
+            "params": [f"{study.package or ITEM}.data"],
+            "outs": [f"data/{ITEM}"],
+        },
+    }
+
+
+def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
+    """A run and a tune stage per (task, scheme): DVC matrices over the study's lists."""
     section = study.package or TASK
     tasks, schemes, tuned = (f"${{{k}}}" for k in (study.tasks_key, study.schemes_key, study.tune_key))
     run = f"{TASK}/{SCHEME}"
     read = ["seeds", f"{section}.model", f"{section}.train", f"{section}.eval", f"positional.{SCHEME}",
             f"{section}.positional.{SCHEME}"]
     return {
-        study.stage("prepare"): {
-            "foreach": f"${{{study.tasks_key}}}",
-            "do": {
-                "wdir": WDIR,
-                "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
-                "deps": [*code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
-                "params": [f"{study.package or ITEM}.data"],
-                "outs": [f"data/{ITEM}"],
-            },
-        },
         study.stage("run"): {
             "matrix": {"task": tasks, "scheme": schemes},
             "wdir": WDIR,
             "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
-                   f"--live dvclive --results results/{run}",
+                   f"--live dvclive --results results",
             "deps": [f"data/{TASK}", *code_deps("run.py", study, True, True)],
             "params": read,
             "outs": [f"runs/{run}", f"results/{run}"],
@@ -176,10 +197,43 @@ def study_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
             "matrix": {"task": tuned, "scheme": schemes},
             "wdir": WDIR,
             "cmd": f"python stages/tune.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs/tuned "
-                   f"--sweeps runs/sweep --results results/tuned/{run}",
+                   f"--sweeps runs/sweep --results results/tuned",
             "deps": [f"data/{TASK}", *code_deps("tune.py", study, True, True)],
             "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
             "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}", f"results/tuned/{run}"],
+        },
+    }
+
+
+def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
+    """A run and a tune stage per task, each running every scheme of the study's list: DVC foreach over its tasks.
+    They read the list itself and every scheme's options (the whole ``positional`` sections)."""
+    section = study.package or ITEM
+    read = ["seeds", study.schemes_key, f"{section}.model", f"{section}.train", f"{section}.eval", "positional",
+            f"{section}.positional"]
+    return {
+        study.stage("run"): {
+            "foreach": f"${{{study.tasks_key}}}",
+            "do": {
+                "wdir": WDIR,
+                "cmd": f"python stages/run.py --task {ITEM} --data data/{ITEM} --runs runs --live dvclive "
+                       f"--results results",
+                "deps": [f"data/{ITEM}", *code_deps("run.py", study, True, True, task_var=ITEM, scheme_var=False)],
+                "params": read,
+                "outs": [f"runs/{ITEM}", f"results/{ITEM}"],
+                "plots": [{f"dvclive/{ITEM}": {"x": "step"}}],
+            },
+        },
+        study.stage("tune"): {
+            "foreach": f"${{{study.tune_key}}}",
+            "do": {
+                "wdir": WDIR,
+                "cmd": f"python stages/tune.py --task {ITEM} --data data/{ITEM} --runs runs/tuned --sweeps runs/sweep "
+                       f"--results results/tuned",
+                "deps": [f"data/{ITEM}", *code_deps("tune.py", study, True, True, task_var=ITEM, scheme_var=False)],
+                "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
+                "outs": [f"runs/tuned/{ITEM}", f"runs/sweep/{ITEM}", f"results/tuned/{ITEM}"],
+            },
         },
     }
 
@@ -247,7 +301,8 @@ def study_file(study: StudyRecord, kind: str) -> str:
     name = study.stage(kind)
     header = (f"{HEADER}#\n# The {kind} stages of {study.about}.\n# They run in the repository's root (wdir), "
               f"with its params.yaml.\nvars:\n  - {WDIR}/params.yaml\n\n")
-    return header + _dump({name: study_stages(study)[name]}, COMMENTS, lambda _: kind)
+    comment = kind if study.per_scheme or kind == "prepare" else f"{kind}_per_task"
+    return header + _dump({name: study_stages(study)[name]}, COMMENTS, lambda _: comment)
 
 
 def root_file() -> str:

@@ -45,9 +45,9 @@ def snapshots(ctx: ReportContext, rows: int, seeds: list[int] | None = None) -> 
     return {seed: learned_table.load_snapshots(path, rows=rows) for seed, path in paths.items() if path.exists()}
 
 
-def sinusoidal_base(ctx: ReportContext) -> float:
-    """The sinusoidal wavelength base the copy study used."""
-    return ctx.copy.options("sinusoidal").base
+def sinusoidal_base(ctx: ReportContext, task: str = "copy") -> float:
+    """The sinusoidal wavelength base ``task`` used (copy: the task the position-table figures are drawn for)."""
+    return ctx.cfg(task).options("sinusoidal").base
 
 
 def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usage, causal: bool = False) -> list[str]:

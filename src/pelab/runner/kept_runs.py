@@ -3,7 +3,7 @@ seed and a killed training stage loses only the training in progress.
 
 DVC deletes a stage's outputs before it runs it again, and the seeds of a (task, scheme) are one stage. Its
 finished runs are therefore also kept, as hard links (no second copy on disk), in ``<folder>/seed_<k>``, and
-a copy of their live curves (which DVCLive appends to) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
+a copy of their live curves (appended to as they are logged) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
 (``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
 it from now: ``identity`` (task, scheme, model and training sections, options, data info, device type and
 precision) and ``fingerprint`` (the prepared data, the pelab modules training imports for that task and scheme, and

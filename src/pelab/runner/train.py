@@ -67,7 +67,7 @@ def train_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int]
                tuning: bool = False) -> list[dict[str, float]]:
     """Train one run per seed into ``out_dirs`` (each appears only when complete); returns their cost records.
 
-    ``live_dirs``, if given, receive each seed's training curves as they are logged (DVCLive, ``runner.live``).
+    ``live_dirs``, if given, receive each seed's training curves as they are logged (``runner.live``).
 
     ``stack``: train the seeds together as one vectorised model (``training.stacking``), if the task allows it
     (``Task.vectorises``). None (auto): on CUDA always, except where the graphed step of one seed is faster

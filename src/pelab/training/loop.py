@@ -221,7 +221,7 @@ def train(
     loss_fn(model, batch) -> (mean loss, n_tokens), the count a tensor or an int.
     snapshot(model), if given, is recorded per seed at ``cfg.checkpoints`` evenly spaced steps (and step 0).
     on_log(step, model), if given, adds entries (e.g. validation loss) to each seed's logged row; on_rows[s]
-    receives seed s's rows as they are made (the live DVCLive log).
+    receives seed s's rows as they are made (the live curves, ``runner.live``).
     A non-finite loss raises ``DivergedError`` (on the CPU at once, on CUDA at the next logged row), naming
     ``what[s]`` (task, scheme, seed), the step and the lr.
 

@@ -39,7 +39,8 @@ def _translation_tables(ctx: ReportContext, schemes: list[str]) -> list[str]:
     cfg = ctx.cfg("translation")
     rows = min(cfg.data.max_tokens + 1, cfg.options(scheme).max_positions)
     encoder, decoder = (table[:rows].double() for table in learned_tables(ctx, scheme, ctx.seed))
-    sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model, sinusoidal_base(ctx))
+    sinusoidal = sinusoidal_table(torch.arange(rows, dtype=torch.float64), cfg.model.d_model,
+                                  sinusoidal_base(ctx, "translation"))
     draw_position_tables({"sinusoidal": sinusoidal.numpy(), f"{scheme}, encoder (seed {ctx.seed})": encoder.numpy(),
                           f"{scheme}, decoder (seed {ctx.seed})": decoder.numpy()},
                          ctx.figure("translation_pe_tables.png"))
