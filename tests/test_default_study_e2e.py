@@ -21,8 +21,9 @@ def study(repo_root, tmp_path_factory):
     overrides = ["profile=smoke", f"length_tasks=[{','.join(full['length_tasks'])}]",
                  f"length_schemes=[{','.join(full['length_schemes'])}]", f"lm_tasks=[{','.join(full['lm_tasks'])}]",
                  f"lm_schemes=[{','.join(full['lm_schemes'])}]",
-                 # per-scheme learning rates for every scheme of every study: both main tasks, one length task, the LM
-                 f"tune.tasks=[{','.join(full['tasks'])}]", f"tune.length_tasks=[{full['length_tasks'][0]}]",
+                 # per-scheme learning rates for every scheme of every study: one task of each (copy: translation
+                 # tunes through the same path, on its validation split, at twice the cost), the LM
+                 "tune.tasks=[copy]", f"tune.length_tasks=[{full['length_tasks'][0]}]",
                  "tune.lm_tasks=[lm]"]
     dest = copy_worktree(repo_root, tmp_path_factory.mktemp("default_study") / "repo")
     run(["pelab", "compose", *overrides, "--out", "params.yaml"], dest)
@@ -38,16 +39,16 @@ def test_every_stage_of_the_default_study_runs(study):
     n_length = len(full["length_tasks"])  # a run stage per task: its every length scheme
     n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])
     assert full["lm_tasks"] == ["lm"] and n_lm == 11
-    n_tuned = n_main + 1 + n_lm  # a tune stage each (one for the tuned length task)
+    n_tuned = len(full["pe"]["schemes"]) + 1 + n_lm  # a tune stage each (copy's, the length task's, the LM's)
     n_tasks = len(full["tasks"]) + len(full["length_tasks"]) + 1  # a prepare stage each
-    assert len(stages) == n_tasks + n_main + n_length + n_lm + n_tuned + 2  # and aggregate, report
+    assert len(stages) == n_tasks + n_main + n_length + n_lm + n_tuned + 3  # and check, aggregate, report
     assert ran(out, "") == stages
 
 
 def test_every_scheme_of_every_study_is_ranked_at_its_tuned_rate(study):
     project, full, _ = study
     tuning = json.loads((project / "reports/tuning.json").read_text())
-    tuned = {**{t: full["pe"]["schemes"] for t in full["tasks"]}, full["length_tasks"][0]: full["length_schemes"],
+    tuned = {"copy": full["pe"]["schemes"], full["length_tasks"][0]: full["length_schemes"],
              "lm": full["lm_schemes"]}
     assert sorted(tuning["tasks"]) == sorted(tuned)
     report = (project / "reports/report.md").read_text()

@@ -240,6 +240,33 @@ def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_
     assert json.loads((project / "reports/summary.json").read_text())["copy"]["rope"]["test"]["exact_match"]["n"] == 3
 
 
+def test_bad_study_input_stops_at_the_check_stage_in_one_line_of_pelab_s(project):
+    """What `dvc exp run -S` writes into params.yaml unchecked (DVC composes it with Hydra): a bad list or option
+    stops `dvc repro` at the check stage, before any other, with one line naming the value and the choices."""
+    path = project / "params.yaml"
+    committed = path.read_text()
+    cases = [(lambda p: p.update(length_schemes=["none", "rotary"]), "error: unknown positional scheme 'rotary'; "
+              "valid choices: none, sinusoidal, "),
+             (lambda p: p["pe"].update(schemes=["rope", "rotary"]), "error: unknown positional scheme 'rotary'"),
+             (lambda p: p.update(tasks=["copy", "copyy"]), "error: unknown task 'copyy'; valid choices: copy, "
+              "translation"),
+             (lambda p: p["positional"]["t5"].update(buckets=3), "error: unknown option(s) ['buckets'] in "
+              "positional.t5; valid options: max_distance, num_buckets")]
+    try:
+        for change, words in cases:
+            edit_params(project, change)
+            proc = subprocess.run(["dvc", "repro"], cwd=project, env=ENV, capture_output=True, text=True,
+                                  timeout=600)
+            out = proc.stdout + proc.stderr
+            assert proc.returncode != 0, out
+            errors = [line for line in out.splitlines() if line.startswith("error: ")]
+            assert len(errors) == 1 and errors[0].startswith(words), out
+            assert ran(out, "") == {"check"}, out  # nothing prepared, trained or scored
+            path.write_text(committed)
+    finally:
+        path.write_text(committed)
+
+
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)

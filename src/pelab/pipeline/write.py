@@ -31,6 +31,7 @@ HEADER = """\
 """
 TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
 WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
+CHECKED = "reports/params_checked.txt"  # the check stage's output, which every prepare stage reads
 
 # The plots of the root pipeline (`dvc plots show`): each reads a CSV that stages/aggregate.py writes.
 PLOTS = (
@@ -168,7 +169,7 @@ def prepare_stage(study: StudyRecord) -> dict[str, Any]:
         "do": {
             "wdir": WDIR,
             "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
-            "deps": [*code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
+            "deps": [CHECKED, *code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
             "params": [f"{study.package or ITEM}.data"],
             "outs": [f"data/{ITEM}"],
         },
@@ -239,12 +240,20 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
 
 
 def root_stages() -> dict[str, dict[str, Any]]:
-    """aggregate and report: over every study's runs and results."""
+    """check, before every other stage; aggregate and report: over every study's runs and results."""
     from pelab.tasks import task_names
 
     sections = list(dict.fromkeys(study_of_task(t).package or t for t in task_names()))
     study_keys = [k for s in STUDIES for k in (s.tasks_key, s.schemes_key)]
     return {
+        "check": {
+            "cmd": f"python stages/check.py --out {CHECKED}",
+            "deps": _ordered(_root_deps("check.py")),
+            # every key of params.yaml (`pe`: the scheme selection, with its list)
+            "params": _outermost(["profile", "pe", *study_keys, "seeds", "reference", "device", "tune", "positional",
+                                  *sections]),
+            "outs": [CHECKED],
+        },
         "aggregate": {
             "cmd": "python stages/aggregate.py --runs runs --results results --metrics reports/metrics "
                    "--summary reports/summary.json --records reports/records.csv --plots reports/plots "
@@ -269,6 +278,11 @@ def root_stages() -> dict[str, dict[str, Any]]:
     }
 
 
+def _outermost(keys: list[str]) -> list[str]:
+    """``keys`` less those below another of them (`pe.schemes` below `pe`)."""
+    return [k for k in keys if not any(k.startswith(f"{other}.") for other in keys)]
+
+
 def study_of_task(task: str) -> StudyRecord:
     from pelab.tasks import TASKS
 
@@ -280,6 +294,9 @@ def _root_deps(script: str) -> set[str]:
 
 
 ROOT_COMMENTS = {
+    "check": "params.yaml checked before any other stage (every prepare stage reads its output, which never changes):\n"
+             "a bad study list, task section or scheme option stops `dvc repro` and `dvc exp run` here, in one line\n"
+             "naming the value and the valid choices, before any data is prepared or any run trained.",
     "aggregate": "Every study's runs and results -> the metrics (`dvc metrics show`), the summary (`pelab summary`),\n"
                  "records.csv, the curves' CSVs (kept in git, so `dvc plots diff` works without a remote), the\n"
                  "study's params as plain data (reports/study.json, what the report reads) and the tuned ranking.",

@@ -1,0 +1,32 @@
+"""Stage check: params.yaml checked once, before any other stage (every prepare stage reads its output), so bad
+study input stops `dvc repro` and `dvc exp run` in one line naming the bad value and the valid choices
+(``pelab.params.load_params``: every study's lists, each task's sections, every scheme's options), before any data
+is prepared or any run trained. Its output never changes, so a params change that passes re-runs nothing
+downstream of it."""
+
+from pathlib import Path
+
+import click
+from _common import one_line_errors, params_option
+
+from pelab.params import load_params
+
+CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
+
+
+@click.command()
+@params_option
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
+@one_line_errors
+def main(params_path: str, out_path: str) -> None:
+    params = load_params(params_path)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.read_text() != CHECKED:
+        out.write_text(CHECKED)
+    studies = ", ".join(f"{task} x {len(params.schemes_of(task))} schemes" for task in params.tasks)
+    click.echo(f"checked {params_path}: {studies or 'no task'}, seeds {list(params.seeds)}")
+
+
+if __name__ == "__main__":
+    main()
