@@ -15,7 +15,7 @@ training in progress saves there.
 from pathlib import Path
 
 import click
-from _common import one_line_errors, params_option, task_option
+from _common import one_line_errors, params_option, study_schemes, task_option
 
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
@@ -48,7 +48,7 @@ def main(params_path: str, task_name: str, schemes: tuple[str, ...], seeds: tupl
          runs_root: str, live_root: str | None, kept_root: str, save_every_s: float, results_dir: str | None,
          stack: bool | None) -> None:
     params = load_params(params_path)
-    schemes = schemes or params.schemes_of(task_name)
+    schemes = study_schemes(params, task_name, schemes)
     seeds = seeds or tuple(params.seeds)
     for scheme in schemes:
         outs = [run_dir(runs_root, task_name, scheme, seed) for seed in seeds]

@@ -9,7 +9,7 @@ are kept under ``KEPT/<task>/<scheme>/`` like the run stage's.
 from pathlib import Path
 
 import click
-from _common import one_line_errors, params_option, task_option
+from _common import one_line_errors, params_option, study_schemes, task_option
 
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
@@ -38,7 +38,7 @@ def main(params_path: str, task_name: str, schemes: tuple[str, ...], data_dir: s
     params = load_params(params_path)
     if task_name not in params.tune.tasks:
         raise ValueError(f"task {task_name!r} is not tuned; tune lists: {', '.join(params.tune.tasks) or '(none)'}")
-    for scheme in schemes or params.schemes_of(task_name):
+    for scheme in study_schemes(params, task_name, schemes):
         outs = [run_dir(runs_root, task_name, scheme, seed) for seed in params.seeds]
         choice = tune_runs(params, task_name, scheme, data_dir, Path(sweeps_root) / task_name / scheme, outs,
                            kept=Path(kept_root) / task_name / scheme)

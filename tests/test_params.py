@@ -156,3 +156,19 @@ def test_the_report_reads_the_study_as_the_params_hold_it(repo_root, tmp_path):
             assert asdict(view.options(scheme)) == {k: list(v) if isinstance(v, tuple) else v
                                                     for k, v in asdict(cfg.options(scheme)).items()}, (task, scheme)
     assert study.task("translation").eval.decode.beam_size == params.task("translation").eval.decode.beam_size
+
+
+def test_every_entry_of_a_sections_positional_is_checked_whether_its_study_runs_the_scheme_or_not(repo_root):
+    """The length study's stages read the whole `length.positional` section, so an entry for a scheme outside
+    `length_schemes` would re-run them: the check stage refuses a bad one there too."""
+    import pytest
+
+    from pelab.params import parse_params
+
+    for scheme, options, words in (("rotary", {}, "unknown positional scheme 'rotary'; valid choices: none, "),
+                                   ("t5", {"buckets": 3}, r"unknown option\(s\) \['buckets'\] in length.positional.t5")):
+        raw = compose_params(repo_root / "conf", ["profile=smoke"])
+        assert scheme not in raw["length_schemes"]
+        raw["length"]["positional"][scheme] = options
+        with pytest.raises(ValueError, match=words):
+            parse_params(raw, check_cuda=False)

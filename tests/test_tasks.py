@@ -119,3 +119,23 @@ def test_the_registries_conf_and_dvc_yaml_agree(repo_root):
         assert (repo_root / "conf" / "pe" / f"{scheme}.yaml").exists(), scheme
     code = {dep for _, stage, _ in STAGES for dep in stage.get("deps", []) if dep.startswith(("src/", "stages/"))}
     assert code and not [dep for dep in code if not (repo_root / dep).exists()]
+
+
+def test_a_stage_refuses_a_scheme_outside_its_study_s_list_in_one_line(repo_root, tmp_path):
+    """`stages/run.py --scheme` picks among the study's schemes: one outside the list would train without the options
+    params give it (the length study's `fire` threshold, say)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from pelab.compose import compose_params
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(compose_params(repo_root / "conf", ["profile=smoke", "device=cpu"])))
+    proc = subprocess.run([sys.executable, "stages/run.py", "--params", str(params), "--task", "reverse", "--scheme",
+                           "t5", "--data", str(tmp_path), "--runs", str(tmp_path / "runs")], cwd=repo_root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and not (tmp_path / "runs").exists()
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: scheme 't5' is not in the reverse study's list; valid choices: none, rope, fire, rand_rope")

@@ -1,8 +1,8 @@
 """The finished runs of one (task, scheme) kept outside DVC's outputs, so that adding a seed trains only that
 seed and a killed training stage loses only the training in progress.
 
-DVC deletes a stage's outputs before it runs it again, and the seeds of a (task, scheme) are one stage. Its
-finished runs are therefore also kept, as hard links (no second copy on disk), in ``<folder>/seed_<k>``, and
+DVC deletes a stage's outputs before it runs it again, and the seeds of a (task, scheme) are one stage (or part of
+one: the length study's runs every scheme of a task). Its finished runs are therefore also kept, as hard links (no second copy on disk), in ``<folder>/seed_<k>``, and
 a copy of their live curves (appended to as they are logged) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
 (``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
 it from now: ``identity`` (task, scheme, model and training sections, options, data info, device type and

@@ -1,5 +1,6 @@
 """Live training curves, one directory per run, in the layout DVCLive writes (https://dvc.org/doc/dvclive):
-``<live_dir>/plots/metrics/<name>.tsv``, a tab-separated ``step`` column and one named after the metric.
+``<live_dir>/plots/metrics/<name>.tsv``, a tab-separated ``step`` column and one named after the metric (DVCLive
+adds a ``timestamp`` column, which the plots do not read).
 
 Every logged row of the training loop (loss, learning rate, and the validation loss of tasks that compute one)
 is appended as it is produced, so ``dvc plots show``, ``dvc exp show`` and the DVC extension of VS Code follow

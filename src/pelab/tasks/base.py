@@ -114,9 +114,10 @@ class Task(ABC):
                              f"{', '.join(sorted({*SECTIONS, 'positional'}))}")
         parts = {s: from_dict(self.sections[s], raw.get(s), f"{key}.{s}") for s in SECTIONS}
         positional_raw = dict(raw.get("positional") or {})
-        positional = {s: scheme_options(s, {**(defaults.get(s) or {}), **(positional_raw.get(s) or {})},
-                                        f"{key}.positional.{s}")
-                      for s in (schemes or positional_raw)}
+        options = {s: scheme_options(s, {**(defaults.get(s) or {}), **(positional_raw.get(s) or {})},
+                                     f"{key}.positional.{s}")
+                   for s in dict.fromkeys([*schemes, *positional_raw])}  # every entry checked, listed or not
+        positional = {s: options[s] for s in (schemes or positional_raw)}
         cfg = TaskConfig(self.name, positional=positional, **parts)
         self.check(cfg)
         return cfg
