@@ -18,5 +18,6 @@ def study_schemes(params, task: str, chosen: tuple[str, ...]) -> tuple[str, ...]
     schemes = params.schemes_of(task)
     outside = [s for s in chosen if s not in schemes]
     if outside:
-        raise ValueError(f"scheme {outside[0]!r} is not in the {task} study's list; valid choices: {', '.join(schemes)}")
+        raise ValueError(f"scheme {outside[0]!r} is not in the {task} study's list; valid choices: "
+                         f"{', '.join(schemes)}")
     return chosen or schemes

@@ -1,6 +1,6 @@
 """`pelab parallel`'s shard plan (pelab.parallel): every scheme of every study (every task of the length study,
-which runs one stage per task) in exactly one shard, the studies a shard holds nothing of left out of it; the queue's polling, with DVC faked; the DVC run itself is
-tests/test_queue_e2e.py's."""
+which runs one stage per task) in exactly one shard, the studies a shard holds nothing of left out of it; the
+queue's polling, with DVC faked; the DVC run itself is tests/test_queue_e2e.py's."""
 
 from __future__ import annotations
 

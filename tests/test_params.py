@@ -165,8 +165,9 @@ def test_every_entry_of_a_sections_positional_is_checked_whether_its_study_runs_
 
     from pelab.params import parse_params
 
+    bad_option = r"unknown option\(s\) \['buckets'\] in length.positional.t5"
     for scheme, options, words in (("rotary", {}, "unknown positional scheme 'rotary'; valid choices: none, "),
-                                   ("t5", {"buckets": 3}, r"unknown option\(s\) \['buckets'\] in length.positional.t5")):
+                                   ("t5", {"buckets": 3}, bad_option)):
         raw = compose_params(repo_root / "conf", ["profile=smoke"])
         assert scheme not in raw["length_schemes"]
         raw["length"]["positional"][scheme] = options

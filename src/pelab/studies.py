@@ -104,7 +104,8 @@ STUDIES = (
     StudyRecord("main", "tasks", "pe.schemes", "pe", "tune.tasks", None, "", corpora=("corpora",),
           about="the main study: copy and Multi30k translation, every scheme of `pe.schemes`"),
     StudyRecord("length", "length_tasks", "length_schemes", "length_schemes", "tune.length_tasks", "length", "_length",
-          per_scheme=False, about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
+          per_scheme=False,  # its runs are small: one stage per task
+          about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
     StudyRecord("lm", "lm_tasks", "lm_schemes", "lm_schemes", "tune.lm_tasks", "lm", "_lm", corpora=("corpora/lm",),
           about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
 )

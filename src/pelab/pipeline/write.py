@@ -60,13 +60,13 @@ COMMENTS = {
             "lowest best validation loss is chosen, every seed trains at it into runs/tuned (the sweep in\n"
             "runs/sweep), and the tuned runs are scored like the run stage's (results/tuned/<task>/<scheme>/).\n"
             "A chosen scale of 1 restores the shared-rate runs kept under .kept/.",
-    "run_per_task": "One run stage per task: its every scheme of the study's list, one after another, in one process (a stage\n"
-                    "costs seconds that train nothing; this study's runs are small). Otherwise as the main study's:\n"
-                    "each scheme's seeds trained together as one vectorised model, each kept at its best validation\n"
-                    "step, then scored (results/<task>/<scheme>/seed_<k>/) with the per-run probe; finished runs kept\n"
-                    "under .kept/ per (task, scheme), so adding a scheme trains only its runs and an edit to one\n"
-                    "scheme's module retrains only that scheme's (pelab/runner/kept_runs.py). Depends on every scheme's\n"
-                    "module and options (the `positional` sections) and on the list of schemes.",
+    "run_per_task": "One run stage per task: every scheme of the study's list, one after another, in one process\n"
+                    "(a stage costs seconds that train nothing; this study's runs are small). Otherwise as the main\n"
+                    "study's: each scheme's seeds trained together as one vectorised model, each kept at its best\n"
+                    "validation step, then scored (results/<task>/<scheme>/seed_<k>/) with the per-run probe;\n"
+                    "finished runs kept under .kept/ per (task, scheme), so adding a scheme trains only its runs and\n"
+                    "an edit to one scheme's module retrains only that scheme's (pelab/runner/kept_runs.py). Depends\n"
+                    "on every scheme's module and options (the `positional` sections) and on the list of schemes.",
     "tune_per_task": "Per-scheme learning rates (pelab/runner/tune.py) as in the main study, one stage per tuned task\n"
                      "running every scheme of the study's list: the sweep, the choice, the tuned runs, scored\n"
                      "(results/tuned/<task>/<scheme>/).",
