@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,19 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+
+# Under pytest-xdist (pyproject's addopts: a worker per core) each worker gets its share of the cores, for its own
+# torch and for every process it starts (the end-to-end tests' DVC stages inherit it): two workers' torch thread
+# pools on two cores would spin against each other. Set before torch is imported; a value of the user's wins.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // WORKERS)))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The end-to-end tests first (each file is one worker's unit of work, ``--dist loadfile``), so that the workers
+    start on the long ones and the unit tests fill in around them."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)  # stable: file order otherwise kept
 
 
 @pytest.fixture(scope="session")
