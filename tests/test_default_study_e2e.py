@@ -100,3 +100,22 @@ def test_every_run_of_the_default_study_is_scored_at_its_best_validation_step(st
     section = report[report.index("## Which step is scored"):]
     for task in [*full["tasks"], *full["length_tasks"], *full["lm_tasks"]]:
         assert f"| {task} |" in section, task
+
+
+def test_rope_is_also_read_with_every_context_extension_in_the_length_and_lm_sections(study):
+    """The RoPE extension menu (``rope_extensions.MENU``, HF's names) as rows of their own in the length study's
+    and the LM's tables, from records of their own."""
+    import pandas as pd
+
+    from pelab.positional.rope_extensions import MENU
+
+    project, full, _ = study
+    records = pd.read_csv(project / "reports/records.csv", dtype={"length": str})
+    report = (project / "reports/report.md").read_text()
+    length_section = report[report.index("## Length generalisation"):report.index("## Language model")]
+    lm_section = report[report.index("## Language model"):]
+    for task, section in ((full["length_tasks"][0], length_section), ("lm", lm_section)):
+        rope = records[(records["task"] == task) & (records["pe"] == "rope")]
+        for variant in MENU:
+            assert (rope["split"].str.endswith(variant.suffix)).any(), (task, variant.label)
+            assert f"`rope+{variant.label}`" in section, (task, variant.label)

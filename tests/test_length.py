@@ -350,7 +350,7 @@ def test_randomized_schemes_are_refused_by_tasks_whose_models_do_not_draw_positi
     assert params.schemes_of("reverse") == ("rand_rope", "fire") and "rand_rope" not in params.schemes_of("copy")
 
 
-def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_beyond_n(tmp_path):
+def test_rope_runs_are_also_scored_with_every_extension_of_the_menu(tmp_path, monkeypatch):
     from pelab.tasks.length import data as length_data
     from pelab.tasks.length.evaluate import evaluate
 
@@ -364,17 +364,35 @@ def test_rope_runs_are_also_scored_with_position_interpolation_and_ntk_scaling_b
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
     assert model.pe.base == base and model.pe.base_rescale_factor == model.pe.interpolation_factor == 1.0  # unchanged
     n_max, train_max = cfg.data.test_max, cfg.data.train_max
-    for split in ("test_pi", "test_ntk"):
+    for split in ("test_pi", "test_ntk", "test_dynamic"):  # the trained model within N: scored beyond it only
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(train_max + 1, n_max + 1))
-    assert {r["split"] for r in rows if r["length"] == "all"} == {"in", "beyond", "beyond_pi", "beyond_ntk", "task"}
+    for split in ("test_yarn", "test_llama3"):  # they change the model within N too
+        assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(1, n_max + 1))
+    assert {r["split"] for r in rows if r["length"] == "all"} == {
+        "in", "beyond", "beyond_pi", "beyond_ntk", "beyond_dynamic", "in_yarn", "beyond_yarn", "in_llama3",
+        "beyond_llama3", "task", "effective", "effective_pi", "effective_ntk", "effective_dynamic", "effective_yarn",
+        "effective_llama3"}
     # interpolation maps the longest test row into the trained rows' range of positions
     trained, longest = task.row_length(cfg.data, train_max), task.row_length(cfg.data, n_max)
     pi = model.pe.extended(interpolation_factor=longest / trained)
     assert float(pi.scaled_positions(torch.arange(longest)).max()) < trained
+    # each extension's rows are scored by the model read with that extension, at that row's length
+    from pelab.positional.rope_extensions import MENU, ExtendedRotary, scaled_inverse_frequencies
+    from pelab.tasks.length import evaluate as length_evaluate
+
+    read_with, real = [], length_evaluate.answer_scores
+    monkeypatch.setattr(length_evaluate, "answer_scores", lambda m, *a, **k: read_with.append(m.pe) or real(m, *a, **k))
+    evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
+    assert len(read_with) == n_max + 3 * (n_max - train_max) + 2 * n_max  # plain; PI, NTK, dynamic; yarn, llama3
+    assert read_with[0] is model.pe and all(type(pe) is ExtendedRotary for pe in read_with[-len(MENU):])
+    for variant, pe in zip(MENU, read_with[-len(MENU):]):  # the longest row: every extension, in the menu's order
+        factor = variant.factor(longest, trained, longest)
+        theta, m = scaled_inverse_frequencies(variant.rope_type, model.pe.head_dim, base, factor, trained, longest)
+        assert torch.allclose(pe.inverse_frequencies, theta.float()) and pe.attention_factor == m, variant.label
     # a model without RoPE gets no extension rows
     plain = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
     rows = evaluate(cfg, plain, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert {r["split"] for r in rows} == {"test", "in", "beyond", "task"}
+    assert {r["split"] for r in rows} == {"test", "in", "beyond", "effective", "task"}
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -513,7 +531,7 @@ def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     data = length_data.load(tmp_path / "data")
     model = task.build_model(cfg.model, "xpos", cfg.options("xpos"), 0, task.data_info(data))
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert {r["split"] for r in rows} == {"test", "in", "beyond", "task"}
+    assert {r["split"] for r in rows} == {"test", "in", "beyond", "effective", "task"}
     records = pd.DataFrame([{"task": "t", "pe": pe, "seed": 0, "split": split, "length": "all",
                              "metric": "token_accuracy", "value": value}
                             for pe, value in (("rope", 0.5), ("xpos", 0.9)) for split in ("beyond", "beyond_pi")])
@@ -522,3 +540,25 @@ def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     assert out[out["pe"] == "rope+PI"]["value"].tolist() == [0.5]
     assert out[out["pe"] == "xpos+PI"]["value"].tolist() == [0.9]
     assert set(out[out["pe"].isin(["rope", "xpos"])]["split"]) == {"beyond"}  # the plain rows, without the variant's
+
+
+def test_effective_length_is_the_longest_length_up_to_which_accuracy_holds():
+    from pelab.positional.rope_extensions import Variant
+    from pelab.tasks.effective_length import effective_length
+    from pelab.tasks.length.evaluate import effective_lengths
+
+    assert effective_length({1: 1.0, 2: 0.95, 3: 0.8, 4: 0.99}, 0.9) == 2  # 4 holds again, but 3 broke the run
+    assert effective_length({1: 0.5, 2: 1.0}, 0.9) == 0
+    assert effective_length({3: 0.9, 1: 1.0, 2: 0.9}, 0.9) == 3  # at the threshold holds; key order is irrelevant
+    nine_in_ten = float((torch.arange(10) < 9).float().mean())  # 0.89999998: a float32 mean, as evaluation's
+    assert nine_in_ten < 0.9 and effective_length({1: nine_in_ten, 2: 1.0}, 0.9) == 2
+    # an extension equal to the trained model within N (PI) takes the plain scores there; one that changes the
+    # model within N (yarn) only its own
+    menu = (Variant("_pi", "PI", "linear", per_length=True, identity_within=True),
+            Variant("_yarn", "yarn", "yarn", per_length=False, identity_within=False))
+    scores = {"test": {1: 1.0, 2: 1.0, 3: 0.5, 4: 0.2}, "test_pi": {3: 0.95, 4: 0.5},
+              "test_yarn": {1: 0.95, 2: 0.5, 3: 1.0, 4: 1.0}}
+    rows = [{"split": split, "length": n, "metric": metric, "value": v} for split, by in scores.items()
+            for n, v in by.items() for metric in ("token_accuracy", "exact_match")]
+    found = {r["split"]: r["value"] for r in effective_lengths(rows, menu, train_max=2, threshold=0.9)}
+    assert found == {"effective": 2.0, "effective_pi": 3.0, "effective_yarn": 1.0}

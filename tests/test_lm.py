@@ -161,6 +161,12 @@ def test_passkey_beyond_l_counts_only_keys_more_than_l_tokens_back():
     assert key_distance(fmt, 120, 1.0) == key_distance(fmt, 60, 1.0) < context < key_distance(fmt, 120, 0.0)
     beyond = [r for r in summaries(rows, context) if r["split"] == "beyond" and r["metric"] == "passkey"]
     assert beyond == [{"split": "beyond", "length": "all", "metric": "passkey", "value": 1.0}]  # depth 1.0 at 2L: out
+    # effective length: passkey at L is 0.0 (both keys within L), so no length holds at any threshold above 0
+    assert [r["value"] for r in summaries(rows, context, threshold=0.5) if r["split"] == "effective"] == [0.0]
+    assert [r["value"] for r in summaries(rows, context, threshold=0.01) if r["split"] == "effective"] == [0.0]
+    held = [{**r, "value": 1.0} if r["split"] == "passkey" and r["length"] == 60 else r for r in rows]
+    assert [r["value"] for r in summaries(held, context, threshold=0.5) if r["split"] == "effective"] == [120.0]
+    assert [r["value"] for r in summaries(held, context, threshold=0.75) if r["split"] == "effective"] == [60.0]
 
 
 def test_the_corpus_is_checked_by_sha256():
@@ -317,3 +323,44 @@ def test_wikitext_103_is_read_as_articles_in_its_own_split():
     with pytest.raises(ValueError, match="could not load Salesforce/wikitext .* use lm.data.corpus sotu") as error:
         read_wikitext(offline)
     assert "\n" not in str(error.value)
+
+
+def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
+    """Which lengths each extension of ``rope_extensions.MENU`` is scored at (PI, NTK and dynamic beyond L, where
+    the plain rows stand for them at L; yarn and llama3 at L too), with which module: the extension at that length,
+    the fixed factor F = 8L / L."""
+    from types import SimpleNamespace
+
+    from pelab.positional.rope_extensions import MENU, ExtendedRotary, scaled_inverse_frequencies
+    from pelab.tasks.lm import evaluate as lm_evaluate
+
+    calls = []
+
+    def fake_score(net, cfg, data, device, suffix, lengths, longest):
+        calls.append((suffix, tuple(lengths), net.pe))
+        return [{"split": split + suffix, "length": t, "metric": "ppl", "value": 2.0} for t in lengths
+                for split in ("window", "sliding")]
+
+    monkeypatch.setattr(lm_evaluate, "score", fake_score)
+    context, net = 60, model("rope")
+    cfg = SimpleNamespace(data=SimpleNamespace(context=context),
+                          eval=SimpleNamespace(multiples=(1, 2, 8), effective_threshold=0.9))
+    rows = lm_evaluate.evaluate(cfg, net, SimpleNamespace(tokenizer=FakeTokenizer()), torch.device("cpu"))
+    assert calls[0] == ("", (60, 120, 480), net.pe)
+    by_variant = {suffix: [(lengths[0], pe) for s, lengths, pe in calls[1:] if s == suffix]
+                  for suffix, _, _ in calls[1:]}
+    expected = {"_pi": [120, 480], "_ntk": [120, 480], "_dynamic": [120, 480], "_yarn": [60, 120, 480],
+                "_llama3": [60, 120, 480]}
+    assert {suffix: [t for t, _ in found] for suffix, found in by_variant.items()} == expected
+    for variant in MENU:
+        for length, pe in by_variant[variant.suffix]:
+            assert type(pe) is ExtendedRotary
+            factor = length / context if variant.per_length and variant.rope_type == "linear" else (
+                1.0 if variant.per_length else 8.0)
+            theta, m = scaled_inverse_frequencies(variant.rope_type, net.pe.head_dim, net.pe.base, factor, context,
+                                                  length)
+            assert torch.allclose(pe.inverse_frequencies, theta.float()) and pe.attention_factor == m
+    # the plain rows stand for PI at L; yarn's at L are its own
+    assert [r["length"] for r in rows if r["split"] == "window_pi"] == [120, 480]
+    assert {r["split"] for r in rows if r["length"] == "all" and r["split"].startswith("at_L")} >= {
+        "at_L", "at_L_pi", "at_L_yarn"}

@@ -1,18 +1,20 @@
-"""Evaluation-time variants of a scheme's runs (position interpolation, NTK-aware base scaling: which scheme has them
-is evaluation's choice), recorded under split names with a suffix, as pseudo-schemes ``<scheme>+PI`` beside the
-schemes: the rows the length and LM sections tabulate and draw."""
+"""Evaluation-time variants of a scheme's runs (RoPE's context extensions, ``pelab.positional.rope_extensions.MENU``:
+which scheme has them is evaluation's choice), recorded under split names with a suffix, as pseudo-schemes
+``<scheme>+PI``, ``<scheme>+yarn`` … beside the schemes: the rows the length and LM sections tabulate and draw."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from pelab.positional.rope_extensions import MENU
+
 # the split suffix of each variant's records and its label
-VARIANTS = {"_pi": "PI", "_ntk": "NTK"}
+VARIANTS = {variant.suffix: variant.label for variant in MENU}
 
 
 def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The rows of evaluation-time variants (splits ``<split>_pi`` / ``<split>_ntk``) as pseudo-schemes
-    ``<scheme>+PI`` / ``<scheme>+NTK`` under the plain split names (each scheme's own rows only), and their names."""
+    """The rows of evaluation-time variants (splits ``<split><suffix>``, e.g. ``test_pi``) as pseudo-schemes
+    ``<scheme>+<label>`` (``rope+PI``) under the plain split names (each scheme's own rows only), and their names."""
     frames, names = [records[~records["split"].str.endswith(tuple(VARIANTS))]], []
     for suffix, label in VARIANTS.items():
         rows = records[records["split"].str.endswith(suffix)]

@@ -58,6 +58,13 @@ def section(ctx: ReportContext) -> list[str]:
             cells += [format_mean_sd(summarize(inside)) if inside else "–", f"**{past}**" if bold else past]
         return cells
 
+    def effective(name: str) -> list[str]:
+        cells = [f"`{name}`"]
+        for t in tasks:
+            held = seed_values(records, t, name, "effective", "input_length")
+            cells.append(f"{format_mean_sd(summarize(held), 1)} ({min(held):g}–{max(held):g})" if held else "–")
+        return cells
+
     beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
                      & (records["metric"] == "token_accuracy") & (records["length"] == "all")]
     rank = ranking(beyond[beyond["pe"].isin(schemes)][["task", "pe", "seed", "value"]])
@@ -75,6 +82,8 @@ def section(ctx: ReportContext) -> list[str]:
         "length.md", data=cfg.data, model=cfg.model, train=cfg.train, notes=notes, n_seeds=len(ctx.seeds),
         token_table=markdown_table(header, [row(name, "token_accuracy", True) for name in schemes + variants]),
         exact_table=markdown_table(header, [row(name, "exact_match", False) for name in schemes + variants]),
+        effective_table=markdown_table(["scheme", *tasks], [effective(name) for name in schemes + variants]),
+        threshold=cfg.eval.effective_threshold,
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
         token_figure=TOKEN_FIGURE, exact_figure=EXACT_FIGURE,
         rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows))

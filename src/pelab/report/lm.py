@@ -18,11 +18,13 @@ import pandas as pd
 from pelab.analysis.paired import seed_summary, seed_values
 from pelab.analysis.variants import variant_bases, with_variants
 from pelab.positional import Usage, draws_positions
+from pelab.positional.rope_extensions import yarn_attention_factor
 from pelab.report.common import scheme_choices
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
-from pelab.report.tables import comparison_table
+from pelab.report.tables import comparison_table, markdown_table
+from pelab.stats import format_mean_sd, summarize
 
 TASK = "lm"
 PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm_nll_by_position.png", \
@@ -121,8 +123,10 @@ def choices(ctx: ReportContext, schemes: list[str], variants: list[str]) -> list
     cfg = ctx.cfg(TASK)
     context, longest = cfg.data.context, cfg.data.context * max(cfg.eval.multiples)
     notes = scheme_choices(ctx, TASK, schemes, Usage("the LM study", context, longest, range(1, context)), causal=True)
+    factor = longest / context  # the fixed factor of rope+dynamic, +yarn, +llama3 (rope_extensions.Variant)
     return notes + sentences("lm_choices.md", randomized=[s for s in schemes if draws_positions(s)],
-                             bases=variant_bases(variants), longest=longest)
+                             bases=variant_bases(variants), longest=longest, factor=factor,
+                             yarn_m=yarn_attention_factor(factor))
 
 
 def epochs_read(records: pd.DataFrame, schemes: list[str]) -> float | None:
@@ -164,11 +168,16 @@ def section(ctx: ReportContext) -> list[str]:
         ("beyond", "passkey", "passkey beyond L"), ("at_L", "passkey", "passkey at L"),
         ("beyond", "passkey_digits", "key digits beyond L"), ("at_L", "passkey_digits", "key digits at L")],
         digits=2, reference=reference)
+    effective = [[f"`{name}`", f"{format_mean_sd(summarize(held), 0)} ({min(held):g}–{max(held):g})" if held else "–"]
+                 for name in schemes + variants
+                 for held in [seed_values(records, TASK, name, "effective", "tokens")]]
     tokens = records[(records["split"] == "window") & (records["metric"] == "tokens")]  # the same at every length
     return render(
         "lm.md", model=cfg.model, data=cfg.data, train=cfg.train, context=context, lengths=lengths, far=far,
         epochs=epochs_read(records, schemes), steps=steps_trained(records, cfg.train.steps),
         scored=int(tokens["value"].iloc[0]) if not tokens.empty else 0, stride=cfg.eval.sliding_stride,
         trials=cfg.eval.passkey_trials, notes=choices(ctx, schemes, variants), table_l=table_l, table_far=table_far,
-        table_passkey=table_passkey, reading=reading(records, schemes + variants, context, far),
+        table_passkey=table_passkey, threshold=cfg.eval.effective_threshold,
+        effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
+        reading=reading(records, schemes + variants, context, far),
         image=ctx.image, ppl_figure=PPL_FIGURE, position_figure=POSITION_FIGURE, passkey_figure=PASSKEY_FIGURE)

@@ -36,9 +36,12 @@ def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, flo
     return {**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}}
 
 
-def line_style(name: str) -> str:
-    """Solid for a scheme, dashed for its PI variant and dotted for its NTK variant."""
-    return {"PI": "--", "NTK": ":"}.get(name.rpartition("+")[2], "-") if "+" in name else "-"
+VARIANT_LINES = {"PI": "--", "NTK": ":", "dynamic": "-.", "yarn": (0, (6, 2)), "llama3": (0, (3, 1, 1, 1, 1, 1))}
+
+
+def line_style(name: str) -> str | tuple:
+    """Solid for a scheme; each evaluation-time variant (``<scheme>+<label>``) its own dashes."""
+    return VARIANT_LINES.get(name.rpartition("+")[2], "-") if "+" in name else "-"
 
 
 def setup() -> None:

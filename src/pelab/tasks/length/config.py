@@ -53,9 +53,13 @@ class LengthEvalConfig:
     # randomized schemes: the test sequences of a length are split into this many groups, each placed at its
     # own draw of positions (the same draws for every run); deterministic schemes are unaffected
     position_draws: int = 8
+    # effective length (RULER): the longest input length up to which token accuracy stays at or above this
+    effective_threshold: float = 0.9
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ValueError(f"length eval.batch_size must be >= 1, got {self.batch_size}")
         if self.position_draws < 1:
             raise ValueError(f"length eval.position_draws must be >= 1, got {self.position_draws}")
+        if not 0.0 < self.effective_threshold <= 1.0:
+            raise ValueError(f"length eval.effective_threshold must be in (0, 1], got {self.effective_threshold}")

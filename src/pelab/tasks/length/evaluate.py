@@ -4,7 +4,8 @@ Encoder: the answer is read at the blank positions of one pass. Decoder: the ans
 one token at a time after the separator, each step reading the model's own previous outputs (no teacher
 forcing), so an early mistake counts as it would in use.
 Rows: split ``test`` per length; ``in`` (lengths 1..N) and ``beyond`` (N+1..M) as means over their lengths,
-each length weighted equally.
+each length weighted equally; ``effective``: the effective length (RULER's convention, ``effective_length``): the
+longest n up to which token accuracy stays at or above ``eval.effective_threshold``.
 
 Randomized schemes (``pelab.positional.randomized``) place a row at a sorted subset of positions, drawn once
 for the whole row as in training; a generated row keeps its draw, each step reading its prefix. The test
@@ -12,13 +13,12 @@ sequences of a length are split into ``eval.position_draws`` groups, group d pla
 length (the randomized-PE reference averages over sub-batches the same way), so one draw's luck does not
 decide a length's score, and every run and scheme sees the same draws (runs stay paired).
 
-A ``rope`` model is also scored beyond N with RoPE's two evaluation-time extensions (no retraining;
-``pelab.positional.rope``), for a row of T tokens when the longest trained row had L, s = T/L:
-* position interpolation (Chen et al. 2023, https://arxiv.org/abs/2306.15595): ``interpolation_factor`` s, so
-  every angle stays inside the trained range; splits ``test_pi`` / ``beyond_pi``;
-* NTK-aware base scaling (bloc97 2023; Peng et al. 2023, YaRN, https://arxiv.org/abs/2309.00071, §3.2):
-  ``base_rescale_factor`` s (base -> base·s^(d/(d−2)), d the head dimension): high frequencies kept, low
-  ones interpolated; splits ``test_ntk`` / ``beyond_ntk``.
+A ``rope`` model is also scored with each evaluation-time extension of ``rope_extensions.MENU`` (no retraining;
+HF ``transformers``' names), for a row of T tokens when the longest trained row had L: ``PI`` (HF ``linear`` at
+s = T/L) and ``NTK`` (HF ``dynamic`` with factor 1, i.e. NTK-aware scaling at T/L) beyond N; ``dynamic``, ``yarn``
+and ``llama3`` at the factor a user would set to reach the longest evaluated row, ``yarn`` and ``llama3`` at every
+length (they change the model within L too), ``dynamic`` beyond N (it equals the trained model within L). Splits
+``test<suffix>``, ``in<suffix>``, ``beyond<suffix>``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ import torch
 from pelab.device import autocast
 from pelab.positional import scheme_of
 from pelab.positional.randomized import RandomizedPositions
+from pelab.positional.rope_extensions import MENU
 from pelab.tasks.base import TaskConfig
+from pelab.tasks.effective_length import effective_length
 from pelab.tasks.length.data import LengthData
 from pelab.tasks.length.data.layout import encoder_rows
 from pelab.tasks.length.model import LengthTransformer
@@ -109,23 +111,41 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             rows.append({"split": split, "length": n, "metric": metric, "value": value})
             by_range.setdefault(where, {}).setdefault(metric, []).append(value)
 
-    trained = row_length(data.config.train_max)
-    rope = scheme_of(model.pe) == "rope"  # by name: xpos and rand_rope are subclasses or wrappers of RoPE
+    trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
+    menu = MENU if scheme_of(model.pe) == "rope" else ()  # by name: xpos and rand_rope subclass or wrap RoPE
     draws = cfg.eval.position_draws
     for n, sources in sorted(data.splits["test"].items()):
-        scores = answer_scores(model, data, sources, causal, device, cfg.eval.batch_size, draws=draws)
-        record("test", "in" if n <= data.config.train_max else "beyond", n, *scores)
-        if rope and n > data.config.train_max:
-            ratio = row_length(n) / trained  # > 1: how far past the trained rows
-            pi = model.pe.extended(interpolation_factor=ratio)
-            ntk = model.pe.extended(base_rescale_factor=ratio)
-            for split, where, pe in (("test_pi", "beyond_pi", pi), ("test_ntk", "beyond_ntk", ntk)):
-                record(split, where, n, *answer_scores(model.with_positional(pe), data, sources, causal, device,
-                                                       cfg.eval.batch_size))
+        where = "in" if n <= data.config.train_max else "beyond"
+        record("test", where, n, *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size, draws=draws))
+        for variant in menu:
+            if where == "beyond" or not variant.identity_within:
+                pe = variant.module(model.pe, row_length(n), trained, longest).to(device)
+                record(f"test{variant.suffix}", where + variant.suffix, n, *answer_scores(
+                    model.with_positional(pe), data, sources, causal, device, cfg.eval.batch_size))
     for where, metrics in by_range.items():
         for metric, values in metrics.items():
             rows.append({"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)})
-    return rows + facts(data, causal, row_length)
+    return rows + effective_lengths(rows, menu, data.config.train_max, cfg.eval.effective_threshold) + facts(
+        data, causal, row_length)
+
+
+def effective_lengths(rows: list[dict[str, Any]], menu, train_max: int, threshold: float) -> list[dict[str, Any]]:
+    """Split ``effective<suffix>``, metric ``input_length``: the run's effective length on token accuracy
+    (``pelab.tasks.effective_length``), and each extension's (within N the trained model's scores stand for an
+    extension that equals it there)."""
+    def accuracy(split: str) -> dict[int, float]:
+        return {r["length"]: r["value"] for r in rows if r["split"] == split and r["metric"] == "token_accuracy"}
+
+    plain = accuracy("test")
+    out = [{"split": "effective", "length": "all", "metric": "input_length",
+            "value": float(effective_length(plain, threshold))}]
+    for variant in menu:
+        scored = accuracy(f"test{variant.suffix}")
+        if variant.identity_within:
+            scored = {**{n: v for n, v in plain.items() if n <= train_max}, **scored}
+        out.append({"split": f"effective{variant.suffix}", "length": "all", "metric": "input_length",
+                    "value": float(effective_length(scored, threshold))})
+    return out
 
 
 def facts(data: LengthData, causal: bool, row_length: Callable[[int], int]) -> list[dict[str, Any]]:

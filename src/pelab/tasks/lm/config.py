@@ -47,6 +47,8 @@ class LMEvalConfig:
     passkey_depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # where the key sits in the filler
     passkey_trials: int = 20  # passkey rows per (length, depth), the same for every scheme and seed
     batch_size: int = 16  # rows per forward pass
+    # effective length (RULER): the longest T up to which passkey accuracy (mean over depths) stays at or above this
+    effective_threshold: float = 0.9
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "multiples", tuple(int(k) for k in self.multiples))
@@ -58,6 +60,8 @@ class LMEvalConfig:
             raise ValueError(f"lm.eval.sliding_stride must be in (0, 1], got {self.sliding_stride}")
         if not self.passkey_depths or not all(0.0 <= d <= 1.0 for d in self.passkey_depths):
             raise ValueError(f"lm.eval.passkey_depths must lie in [0, 1], got {list(self.passkey_depths)}")
+        if not 0.0 < self.effective_threshold <= 1.0:
+            raise ValueError(f"lm.eval.effective_threshold must be in (0, 1], got {self.effective_threshold}")
         if self.passkey_trials < 1 or self.batch_size < 1:
             raise ValueError(f"lm.eval.passkey_trials and batch_size must be >= 1, got {self.passkey_trials}, "
                              f"{self.batch_size}")

@@ -25,8 +25,10 @@ sliding-window perplexity over the one at L, every scored token seeing at least 
 ``beyond`` (``passkey``, ``passkey_digits`` and ``passkey_digits_teacher_forced`` over every cell whose key is more
 than L tokens back, whatever the row's length; the digit shares also at L).
 
-A ``rope`` model is also scored at every T > L with RoPE's evaluation-time extensions (``pelab.positional.rope``;
-s = T/L): position interpolation (splits ``*_pi``) and NTK-aware scaling (``*_ntk``). Randomized schemes are
+A ``rope`` model is also scored with each evaluation-time extension of ``rope_extensions.MENU`` (HF
+``transformers``' names; splits ``<split><suffix>``): ``PI`` (HF ``linear`` at s = T/L) and ``NTK`` (HF ``dynamic``
+with factor 1) at every T > L, ``dynamic`` there at the factor that reaches the longest T, ``yarn`` and ``llama3``
+at that factor at every T, L included (they change the model within L too). Randomized schemes are
 scored at one fixed evaluation draw of positions per length (``RandomizedPositions.sample_positions``; the length
 study averages over several draws).
 A learned table's rows beyond L are never trained: it is scored with them as they are, as the randomized-PE
@@ -44,7 +46,9 @@ import torch.nn.functional as F
 from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
 from pelab.positional import scheme_of
+from pelab.positional.rope_extensions import MENU
 from pelab.tasks.base import TaskConfig
+from pelab.tasks.effective_length import effective_length
 from pelab.tasks.lm.data import LMData
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
 
@@ -113,7 +117,7 @@ def key_distance(fmt: PasskeyFormat, length: int, depth: float) -> int:
 
 def score(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device, suffix: str,
           lengths: list[int], longest: int) -> list[dict[str, Any]]:
-    """The rows of one model (``suffix`` names an evaluation-time variant: "", "_pi", "_ntk") at ``lengths``;
+    """The rows of one model (``suffix`` names an evaluation-time variant: "" or a ``MENU`` suffix) at ``lengths``;
     ``nll_by_position`` at the ``longest`` evaluation length."""
     rows: list[dict[str, Any]] = []
     fmt = PasskeyFormat.of(data.tokenizer)
@@ -138,8 +142,11 @@ def score(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: tor
     return rows
 
 
-def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> list[dict[str, Any]]:
-    """The length-``all`` rows: at_L, at_4L (or the largest length), beyond (passkey past L)."""
+def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "",
+              threshold: float | None = None) -> list[dict[str, Any]]:
+    """The length-``all`` rows: at_L, at_4L (or the largest length), beyond (passkey past L), and with a
+    ``threshold`` the effective length (split ``effective``, metric ``tokens``): the longest T up to which passkey
+    accuracy, the mean over depths, stays at or above it (``pelab.tasks.effective_length``)."""
     def value(split: str, length: int, metric: str) -> float | None:
         found = [r["value"] for r in rows if r["split"] == split + suffix and r["length"] == length
                  and r["metric"] == metric]
@@ -171,6 +178,10 @@ def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "") -> lis
         at_l = passkey(lambda t, far: t == context, metric)
         if at_l is not None and metric != "accuracy":
             out.append({"split": "at_L" + suffix, "length": "all", "metric": name, "value": at_l})
+    if threshold is not None:
+        by_length = {t: passkey(lambda length, far, t=t: length == t) for t in lengths}
+        held = effective_length({t: v for t, v in by_length.items() if v is not None}, threshold)
+        out.append({"split": "effective" + suffix, "length": "all", "metric": "tokens", "value": float(held)})
     return out
 
 
@@ -180,17 +191,16 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     PasskeyFormat.of(data.tokenizer).check(context)
     lengths = [k * context for k in cfg.eval.multiples]
     rows = score(model, cfg, data, device, "", lengths, lengths[-1])
-    out = rows + summaries(rows, context)
-    if scheme_of(model.pe) == "rope":  # by name: xpos and rand_rope are a subclass and a wrapper of RoPE
-        for suffix in ("_pi", "_ntk"):
-            variant: list[dict[str, Any]] = []
-            for length in lengths[1:]:
-                factor = length / context
-                pe = (model.pe.extended(interpolation_factor=factor) if suffix == "_pi"
-                      else model.pe.extended(base_rescale_factor=factor))
-                variant += score(model.with_positional(pe), cfg, data, device, suffix, [length], lengths[-1])
-            # at L both extensions are the identity (s = 1): the plain rows stand for them there
-            at_l = [{**r, "split": r["split"] + suffix} for r in rows if r["length"] == context
-                    and r["split"] in ("window", "sliding", "passkey")]
-            out += variant + summaries(at_l + variant, context, suffix)
+    threshold = cfg.eval.effective_threshold
+    out = rows + summaries(rows, context, threshold=threshold)
+    menu = MENU if scheme_of(model.pe) == "rope" else ()  # by name: xpos and rand_rope subclass or wrap RoPE
+    for variant in menu:
+        scored: list[dict[str, Any]] = []
+        for length in [t for t in lengths if t > context or not variant.identity_within]:
+            pe = variant.module(model.pe, length, context, lengths[-1]).to(device)
+            scored += score(model.with_positional(pe), cfg, data, device, variant.suffix, [length], lengths[-1])
+        # where the extension is the trained model (rows of at most L tokens) the plain rows stand for it
+        at_l = [{**r, "split": r["split"] + variant.suffix} for r in rows if r["length"] == context
+                and r["split"] in ("window", "sliding", "passkey")] if variant.identity_within else []
+        out += scored + summaries(at_l + scored, context, variant.suffix, threshold)
     return out
