@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,3 +92,31 @@ def test_the_lock_cost_benchmark_times_each_lock_file_and_the_same_stages_in_one
     assert [(r["file"], r["stages"]) for r in result["files"]] == [("dvc.lock", 1), ("pipelines/a/dvc.lock", 3)]
     assert all(r["run_s"] == pytest.approx(r["rewrite_s"] * (r["stages"] + 1) / 2) for r in result["files"])
     assert result["one_file"]["stages"] == 4 and result["one_file"]["run_s"] > 0
+
+
+def test_the_study_flops_count_every_study_of_the_full_profile(tmp_path):
+    results = bench("study_flops.py", tmp_path, "--smoke")
+    assert set(results["studies"]) == {"copy", "translation", "length", "lm"}
+    length = results["studies"]["length"]
+    assert length["runs"] == 6 * 12 * 5  # the full profile's six length tasks, 12 schemes, five seeds
+    # a duplicate row (question, separator, two copies) is longer than a reverse row: more FLOPs per step
+    assert length["gflop_per_step"]["duplicate"] > length["gflop_per_step"]["reverse"] > 0
+    for study in results["studies"].values():
+        assert study["floor_min"] > 0 and study["h200_over_floor"] > 1
+        assert study["with_tuning_floor_min"] == pytest.approx([1.4 * study["floor_min"], 2.2 * study["floor_min"]])
+    assert results["floor_min"] == pytest.approx(sum(s["floor_min"] for s in results["studies"].values()))
+
+
+def test_a_counted_step_is_linear_in_the_batch_and_at_least_six_flops_per_weight_per_token():
+    """6·N·D (Kaplan et al. 2020): forward 2, backward 4 FLOPs per weight of a matrix product per token; attention
+    and nothing else come on top."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_graphs import SMOKE, build
+    from study_flops import step_flops
+
+    size, rows = dict(SMOKE["lm"]), 16
+    one = step_flops("lm", size, rows)
+    assert step_flops("lm", {**size, "batch": 2 * size["batch"]}, rows) == 2 * one
+    model = build("lm", "rope", size, 0)
+    weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert 6 * weights * size["batch"] * rows <= one <= 1.5 * 6 * weights * size["batch"] * rows
