@@ -554,8 +554,8 @@ def test_effective_length_is_the_longest_length_up_to_which_accuracy_holds():
     assert nine_in_ten < 0.9 and effective_length({1: nine_in_ten, 2: 1.0}, 0.9) == 2
     # an extension equal to the trained model within N (PI) takes the plain scores there; one that changes the
     # model within N (yarn) only its own
-    menu = (Variant("_pi", "PI", "linear", per_length=True, identity_within=True),
-            Variant("_yarn", "yarn", "yarn", per_length=False, identity_within=False))
+    menu = (Variant("_pi", "PI", "linear", factor_at="row", identity_within=True),
+            Variant("_yarn", "yarn", "yarn", factor_at="longest", identity_within=False))
     scores = {"test": {1: 1.0, 2: 1.0, 3: 0.5, 4: 0.2}, "test_pi": {3: 0.95, 4: 0.5},
               "test_yarn": {1: 0.95, 2: 0.5, 3: 1.0, 4: 1.0}}
     rows = [{"split": split, "length": n, "metric": metric, "value": v} for split, by in scores.items()

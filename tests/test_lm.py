@@ -355,8 +355,7 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
     for variant in MENU:
         for length, pe in by_variant[variant.suffix]:
             assert type(pe) is ExtendedRotary
-            factor = length / context if variant.per_length and variant.rope_type == "linear" else (
-                1.0 if variant.per_length else 8.0)
+            factor = {"row": length / context, "one": 1.0, "longest": 8.0}[variant.factor_at]
             theta, m = scaled_inverse_frequencies(variant.rope_type, net.pe.head_dim, net.pe.base, factor, context,
                                                   length)
             assert torch.allclose(pe.inverse_frequencies, theta.float()) and pe.attention_factor == m

@@ -194,8 +194,9 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
               help="minutes to wait for the shards before the queue is stopped (with --kill) and this fails")
 def parallel(overrides: tuple[str, ...], workers: int, timeout_min: float) -> None:
     """Run the study of OVERRIDES (e.g. `profile=full`) WORKERS stages at a time through DVC: its schemes dealt
-    (the length study's tasks) into WORKERS queued experiments (`dvc queue start -j WORKERS`), then `dvc exp run OVERRIDES` in the workspace,
-    which restores each finished stage from the run cache. Prints the stages that final run still executed."""
+    (the length study's tasks) into WORKERS queued experiments (`dvc queue start -j WORKERS`), then `dvc exp run
+    OVERRIDES` in the workspace, which restores each finished stage from the run cache. Prints the stages that
+    final run still executed."""
     from pelab.parallel import run_in_parallel
 
     ran = run_in_parallel(list(overrides), workers, timeout_min=timeout_min, echo=click.echo)

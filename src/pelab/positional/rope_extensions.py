@@ -128,21 +128,21 @@ def extend(trained: RotaryPositionalEncoding, rope_type: str, factor: float, tra
 @dataclass(frozen=True)
 class Variant:
     """One row of the menu that evaluation scores every ``rope`` run with: records under split suffix ``suffix``,
-    shown as the pseudo-scheme ``rope+<label>``. ``per_length``: the factor is T/L at each row length T (else the
-    fixed factor a user would set to reach the longest evaluated row); ``identity_within``: equal to the trained
-    model on rows of at most L tokens (then it is scored beyond L only)."""
+    shown as the pseudo-scheme ``rope+<label>``. ``factor_at``: the factor s for rows of T tokens, ``"row"`` T/L,
+    ``"longest"`` the fixed factor a user would set to reach the longest evaluated row, ``"one"`` 1 (``dynamic``
+    then grows with T/L by itself); ``identity_within``: equal to the trained model on rows of at most L tokens (then
+    it is scored beyond L only)."""
 
     suffix: str
     label: str
     rope_type: str
-    per_length: bool
+    factor_at: str
     identity_within: bool
 
     def factor(self, length: int, trained_length: int, longest: int) -> float:
-        """s for rows of ``length`` tokens (the fixed factor: the longest evaluated row over L)."""
-        if self.rope_type == "dynamic" and self.per_length:
-            return 1.0  # dynamic's own T/L growth is the per-length factor: NTK-aware scaling at s = T/L
-        return max(length if self.per_length else longest, trained_length) / trained_length
+        """s for rows of ``length`` tokens."""
+        return {"row": max(length, trained_length) / trained_length, "longest": max(longest, trained_length)
+                / trained_length, "one": 1.0}[self.factor_at]
 
     def module(self, trained: RotaryPositionalEncoding, length: int, trained_length: int,
                longest: int) -> ExtendedRotary:
@@ -151,9 +151,9 @@ class Variant:
 
 
 MENU = (
-    Variant("_pi", "PI", "linear", per_length=True, identity_within=True),  # HF linear at s = T/L
-    Variant("_ntk", "NTK", "dynamic", per_length=True, identity_within=True),  # HF dynamic with s = 1
-    Variant("_dynamic", "dynamic", "dynamic", per_length=False, identity_within=True),
-    Variant("_yarn", "yarn", "yarn", per_length=False, identity_within=False),
-    Variant("_llama3", "llama3", "llama3", per_length=False, identity_within=False),
+    Variant("_pi", "PI", "linear", factor_at="row", identity_within=True),  # position interpolation at s = T/L
+    Variant("_ntk", "NTK", "dynamic", factor_at="one", identity_within=True),  # NTK-aware scaling at T/L
+    Variant("_dynamic", "dynamic", "dynamic", factor_at="longest", identity_within=True),
+    Variant("_yarn", "yarn", "yarn", factor_at="longest", identity_within=False),
+    Variant("_llama3", "llama3", "llama3", factor_at="longest", identity_within=False),
 )

@@ -29,6 +29,11 @@ def over_seeds(values: list[float], digits: int = 3, unit: str = "") -> str:
     return f"{format_mean_sd(s, digits)}{unit}" + ("" if ci == "–" else f" {ci}") + f" (n = {s['n']})"
 
 
+def spread_over_seeds(values: list[float], digits: int) -> str:
+    """'mean ± sd (min–max)' over seeds, "–" for none (an effective length: its spread, not an interval)."""
+    return f"{format_mean_sd(summarize(values), digits)} ({min(values):g}–{max(values):g})" if values else "–"
+
+
 def table_scheme(ctx: ReportContext, task: str = "copy") -> str | None:
     """The study's first scheme of ``task`` that adds a learned table of positions to the embeddings
     (``adds_learned_table``): the one the references' analyses of a learned table draw, or None."""

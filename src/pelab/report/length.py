@@ -8,7 +8,7 @@ from pelab.analysis.paired import seed_summary, seed_values
 from pelab.analysis.ranking import ranking
 from pelab.analysis.variants import variant_bases, with_variants
 from pelab.positional import Usage, draws_positions
-from pelab.report.common import scheme_choices
+from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length
@@ -59,11 +59,8 @@ def section(ctx: ReportContext) -> list[str]:
         return cells
 
     def effective(name: str) -> list[str]:
-        cells = [f"`{name}`"]
-        for t in tasks:
-            held = seed_values(records, t, name, "effective", "input_length")
-            cells.append(f"{format_mean_sd(summarize(held), 1)} ({min(held):g}–{max(held):g})" if held else "–")
-        return cells
+        return [f"`{name}`"] + [spread_over_seeds(seed_values(records, t, name, "effective", "input_length"), 1)
+                                for t in tasks]
 
     beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
                      & (records["metric"] == "token_accuracy") & (records["length"] == "all")]

@@ -19,12 +19,11 @@ from pelab.analysis.paired import seed_summary, seed_values
 from pelab.analysis.variants import variant_bases, with_variants
 from pelab.positional import Usage, draws_positions
 from pelab.positional.rope_extensions import yarn_attention_factor
-from pelab.report.common import scheme_choices
+from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table, markdown_table
-from pelab.stats import format_mean_sd, summarize
 
 TASK = "lm"
 PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm_nll_by_position.png", \
@@ -168,9 +167,8 @@ def section(ctx: ReportContext) -> list[str]:
         ("beyond", "passkey", "passkey beyond L"), ("at_L", "passkey", "passkey at L"),
         ("beyond", "passkey_digits", "key digits beyond L"), ("at_L", "passkey_digits", "key digits at L")],
         digits=2, reference=reference)
-    effective = [[f"`{name}`", f"{format_mean_sd(summarize(held), 0)} ({min(held):g}–{max(held):g})" if held else "–"]
-                 for name in schemes + variants
-                 for held in [seed_values(records, TASK, name, "effective", "tokens")]]
+    effective = [[f"`{name}`", spread_over_seeds(seed_values(records, TASK, name, "effective", "tokens"), 0)]
+                 for name in schemes + variants]
     tokens = records[(records["split"] == "window") & (records["metric"] == "tokens")]  # the same at every length
     return render(
         "lm.md", model=cfg.model, data=cfg.data, train=cfg.train, context=context, lengths=lengths, far=far,
