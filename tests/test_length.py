@@ -19,8 +19,9 @@ from pelab.tasks import get_task
 from pelab.tasks.length.config import LengthDataConfig, LengthModelConfig
 from pelab.tasks.length.data import make_splits
 from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
-from pelab.tasks.length.data.problems import PROBLEMS, binary_addition, special_tokens
-from pelab.tasks.length.evaluate import generate
+from pelab.tasks.length.data import LengthData
+from pelab.tasks.length.data.problems import PROBLEMS, binary_addition, fill_token, special_tokens
+from pelab.tasks.length.evaluate import answer_queries, answer_scores, generate
 from pelab.tasks.length.model import build_length_model
 
 CFG = LengthDataConfig(n_symbols=3, train_max=5, test_max=12, n_train=600, n_test=10)
@@ -36,7 +37,8 @@ def test_splits_cover_every_length_and_test_sequences_never_occur_in_training(pr
     splits = make_splits(CFG, PROBLEMS[problem])
     assert sorted(splits["test"]) == list(range(1, CFG.test_max + 1))
     assert sorted(splits["train"]) == list(range(1, CFG.train_max + 1))
-    base = PROBLEMS[problem].alphabet(CFG.n_symbols)
+    # recall's sources are key and value tokens (every token below its specials), the others' symbols
+    base = PROBLEMS[problem].symbols(CFG) if PROBLEMS[problem].draws_sources else PROBLEMS[problem].alphabet(3)
     for n, test in splits["test"].items():
         assert test.shape[1] == PROBLEMS[problem].source_length(n) and int(test.max()) < base
         assert len({tuple(r) for r in test.tolist()}) == len(test)  # distinct
@@ -73,6 +75,100 @@ def test_encoder_and_decoder_layouts_put_the_answer_where_it_is_read():
     assert tokens.tolist() == [[0, 1, 1, tok["sep"], 1, 1]]  # the last answer token is never an input
     assert targets.tolist() == [[IGNORE] * 3 + [1, 1, 0]]  # SEP (position 3) predicts the first answer token
 
+
+
+# ------------------------------------------------------------------------------------------------------
+# Multi-query associative recall (Zoology's MQAR): n key-value pairs, every key queried once
+# ------------------------------------------------------------------------------------------------------
+
+RECALL = LengthDataConfig(n_symbols=3, train_max=4, test_max=9, n_train=400, n_test=12)
+
+
+def test_recall_rows_query_every_key_once_and_answer_the_value_that_followed_it():
+    recall, k = PROBLEMS["recall"], 9  # K = max(n_symbols, test_max) keys, as many values
+    assert recall.answer_alphabet(RECALL) == k and recall.symbols(RECALL) == 2 * k
+    assert recall.vocab_size(RECALL) == 2 * k + 4 and fill_token(2 * k) == 2 * k + 3  # sep, blank, plus, fill
+    splits = make_splits(RECALL, recall)
+    for n, rows in splits["test"].items():
+        question, answer = recall.question_answer(rows, 2 * k)
+        assert rows.shape == (len(rows), 3 * n) and torch.equal(question, rows)
+        for row, values in zip(rows.tolist(), answer.tolist()):
+            keys, vals, queries = row[0:2 * n:2], row[1:2 * n:2], row[2 * n:]
+            assert len(set(keys)) == n and all(0 <= key < k for key in keys)  # distinct keys
+            assert all(k <= v < 2 * k for v in vals) and sorted(queries) == sorted(keys)
+            assert values == [vals[keys.index(q)] for q in queries]
+    # the spread axis: beyond N only, N pairs in n slots of two tokens, FILL in the others, the same answer rule
+    assert sorted(splits["spread"]) == list(range(RECALL.train_max + 1, RECALL.test_max + 1))
+    for n, rows in splits["spread"].items():
+        question, answer = recall.question_answer(rows, 2 * k)
+        assert rows.shape == (RECALL.n_test, 2 * n + RECALL.train_max)
+        for row, values in zip(rows.tolist(), answer.tolist()):
+            context, queries = row[:2 * n], row[2 * n:]
+            slots = [(context[i], context[i + 1]) for i in range(0, 2 * n, 2)]
+            pairs = [slot for slot in slots if slot != (fill_token(2 * k),) * 2]
+            assert len(pairs) == RECALL.train_max and fill_token(2 * k) not in [t for pair in pairs for t in pair]
+            assert values == [dict(pairs)[q] for q in queries] and sorted(queries) == sorted(dict(pairs))
+    # spread out, a query lies further from its key than in any training row
+    def farthest(rows: torch.Tensor, n: int) -> int:
+        return max(2 * n + i - 2 * row[:2 * n:2].index(q) for row in rows.tolist() for i, q in enumerate(row[2 * n:]))
+
+    assert farthest(splits["spread"][RECALL.test_max], RECALL.test_max) > farthest(
+        splits["train"][RECALL.train_max], RECALL.train_max)
+
+
+def test_recall_layouts_read_each_value_right_after_its_query():
+    recall, tok = PROBLEMS["recall"], special_tokens(6)
+    question = torch.tensor([[0, 3, 1, 5, 1, 0]])  # pairs 0->3, 1->5; queries 1, 0
+    q, answer = recall.question_answer(question, 6)
+    assert answer.tolist() == [[5, 3]]
+    tokens, targets = recall.rows(q, answer, 6, causal=False)
+    assert tokens.tolist() == [[0, 3, 1, 5, tok["sep"], 1, tok["blank"], 0, tok["blank"]]]
+    assert targets.tolist() == [[IGNORE] * 6 + [5, IGNORE, 3]]
+    tokens, targets = recall.rows(q, answer, 6, causal=True)
+    assert tokens.tolist() == [[0, 3, 1, 5, tok["sep"], 1, 5, 0]]  # the last value is never an input
+    assert targets.tolist() == [[IGNORE] * 5 + [5, IGNORE, 3]]  # each query predicts its value
+    assert tokens.shape[1] == get_task("recall_causal").row_length(RECALL, 2)
+    assert recall.rows(q, answer, 6, causal=False)[0].shape[1] == get_task("recall").row_length(RECALL, 2)
+
+
+@pytest.mark.parametrize("scheme", ["none", "rope", "rand_rope"])
+def test_recall_decoder_answers_from_its_own_values_as_one_forward_pass_over_them_would(scheme):
+    """``answer_queries`` writes the values greedy decoding would: generated one step at a time from cached keys and
+    values, each after the model's own earlier answers, they are the same (at a randomized scheme's drawn positions
+    too); a forward over the row holding them predicts them again; the scores count them against the true values."""
+    from pelab.positional import scheme_options
+    from pelab.positional.randomized import RandomizedPositions
+
+    recall, k = PROBLEMS["recall"], 9
+    cfg = LengthModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+    model = build_length_model(scheme, recall.vocab_size(RECALL), cfg, scheme_options(scheme), seed=3,
+                               causal=True).eval()
+    rows = make_splits(RECALL, recall)["test"][5][:6]
+    question, answer = recall.question_answer(rows, 2 * k)
+    tokens, targets = recall.rows(question, answer, 2 * k, causal=True)
+    positions = (model.pe.sample_positions(tokens.shape[1], "cpu", draw=2)
+                 if isinstance(model.pe, RandomizedPositions) else None)
+    written = answer_queries(model, question, answer, 2 * k, recall.rows, positions)
+    steps = torch.arange(tokens.shape[1]) if positions is None else positions
+    caches, first, greedy = model.new_caches(), tokens.shape[1] - 2 * answer.shape[1] + 2, []  # context SEP q1
+    with torch.no_grad():
+        logits = model.extend(tokens[:, :first], caches, steps[:first])
+        for j in range(answer.shape[1]):
+            greedy.append(logits[:, -1].argmax(-1, keepdim=True))
+            if j + 1 < answer.shape[1]:
+                end = first + 2 * j
+                model.extend(greedy[-1], caches, steps[:end + 1])
+                logits = model.extend(tokens[:, end + 1:end + 2], caches, steps[:end + 2])  # the next query
+    assert torch.equal(written, torch.cat(greedy, dim=1))
+    assert not torch.equal(written, answer)  # an untrained model: the answers it reads are its own
+    own, _ = recall.rows(question, written, 2 * k, causal=True)
+    with torch.no_grad():
+        again = model(own, positions=positions)[0].argmax(-1)[targets != IGNORE].view_as(answer)
+    assert torch.equal(again, written)
+    data = LengthData(RECALL, recall, {"test": {5: rows}})
+    exact, accuracy = answer_scores(model, data, rows, True, torch.device("cpu"), 4)
+    assert torch.equal(accuracy, (written == answer).float().mean(1)) if positions is None else len(accuracy) == 6
+    assert torch.equal(exact, (accuracy == 1).float())
 
 
 def test_the_seeds_share_one_length_schedule_and_draw_their_own_sequences(tmp_path):

@@ -1,6 +1,8 @@
 """Evaluation-time variants of a scheme's runs (RoPE's context extensions, ``pelab.positional.rope_extensions.MENU``:
-which scheme has them is evaluation's choice), recorded under split names with a suffix, as pseudo-schemes
-``<scheme>+PI``, ``<scheme>+yarn`` … beside the schemes: the rows the length and LM sections tabulate and draw."""
+which scheme has them is evaluation's choice; recall's spread axis, ``pelab.tasks.length.evaluate.SPREAD``: the
+same runs on rows whose pairs lie further apart), recorded under split names with a suffix, as pseudo-schemes
+``<scheme>+PI``, ``<scheme>+yarn``, ``<scheme>+spread`` … beside the schemes: the rows the length and LM sections
+tabulate and draw."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pandas as pd
 from pelab.positional.rope_extensions import MENU
 
 # the split suffix of each variant's records and its label
-VARIANTS = {variant.suffix: variant.label for variant in MENU}
+EXTENSIONS = {variant.suffix: variant.label for variant in MENU}
+VARIANTS = {**EXTENSIONS, "_spread": "spread"}
 
 
 def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -26,5 +29,6 @@ def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def variant_bases(names: list[str]) -> list[str]:
-    """The schemes whose runs the variants ``<scheme>+PI`` … extend, in order."""
-    return list(dict.fromkeys(name.split("+")[0] for name in names))
+    """The schemes whose runs the extensions ``<scheme>+PI`` … extend, in order."""
+    labels = set(EXTENSIONS.values())
+    return list(dict.fromkeys(name.split("+")[0] for name in names if name.rpartition("+")[2] in labels))

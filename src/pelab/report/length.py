@@ -25,9 +25,23 @@ def reading(ctx: ReportContext, task: str, chance: float) -> str:
     beyond = {s: seed_summary(records, task, s, "beyond", "token_accuracy")["mean"] for s in schemes}
     inside = {s: seed_summary(records, task, s, "in", "exact_match")["mean"] for s in schemes}
     best = max(beyond, key=beyond.get)
+    retrieval = None
+    if is_recall(task):  # retrieves at the trained lengths: token accuracy >= the threshold at every n <= N
+        n, threshold = ctx.cfg(task).data.train_max, ctx.cfg(task).eval.effective_threshold
+        effective = {s: seed_values(records, task, s, "effective", "input_length") for s in schemes}
+        token_in = {s: seed_summary(records, task, s, "in", "token_accuracy")["mean"] for s in schemes}
+        retrieval = {"threshold": threshold, "n": n,
+                     "every_seed": [s for s in schemes if effective[s] and min(effective[s]) >= n],
+                     "not": [(s, token_in[s], sum(e >= n for e in effective[s]), len(effective[s])) for s in schemes
+                             if not effective[s] or min(effective[s]) < n]}
     return fill("length_reading.md", task=task, n=len(schemes), fit=[s for s in schemes if inside[s] >= 0.9],
                 best=best, best_accuracy=beyond[best], chance=chance,
-                near_chance=[s for s in schemes if beyond[s] <= chance + 0.05])
+                near_chance=[s for s in schemes if beyond[s] <= chance + 0.05], retrieval=retrieval)
+
+
+def is_recall(task: str) -> bool:
+    """Associative recall (``problems.Recall``), in either architecture."""
+    return task.removesuffix("_causal") == "recall"
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -81,6 +95,8 @@ def section(ctx: ReportContext) -> list[str]:
         exact_table=markdown_table(header, [row(name, "exact_match", False) for name in schemes + variants]),
         effective_table=markdown_table(["scheme", *tasks], [effective(name) for name in schemes + variants]),
         threshold=cfg.eval.effective_threshold,
+        recall=[t for t in tasks if is_recall(t)],
+        keys={t: round(1 / chance[t]) for t in tasks if is_recall(t)},
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
         token_figure=TOKEN_FIGURE, exact_figure=EXACT_FIGURE,
         rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows))

@@ -36,7 +36,8 @@ def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, flo
     return {**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}}
 
 
-VARIANT_LINES = {"PI": "--", "NTK": ":", "dynamic": "-.", "yarn": (0, (6, 2)), "llama3": (0, (3, 1, 1, 1, 1, 1))}
+VARIANT_LINES = {"PI": "--", "NTK": ":", "dynamic": "-.", "yarn": (0, (6, 2)), "llama3": (0, (3, 1, 1, 1, 1, 1)),
+                 "spread": (0, (1, 2))}
 
 
 def line_style(name: str) -> str | tuple:

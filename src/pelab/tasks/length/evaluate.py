@@ -1,10 +1,11 @@
 """Length-task evaluation: token accuracy and exact match of the answer at every length 1..M.
 
 Encoder: the answer is read at the blank positions of one pass. Decoder: the answer is generated greedily,
-one token at a time after the separator, each step reading the model's own previous outputs (no teacher
-forcing), so an early mistake counts as it would in use.
-Rows: split ``test`` per length; ``in`` (lengths 1..N) and ``beyond`` (N+1..M) as means over their lengths,
-each length weighted equally; ``effective``: the effective length (RULER's convention, ``effective_length``): the
+one token at a time after the separator (recall: one value after each query), each step reading the model's own
+previous outputs (no teacher forcing), so an early mistake counts as it would in use.
+Rows: split ``test`` per length; ``in`` (lengths 1..N) and ``beyond`` (N+1..M) as means over their lengths, each
+length weighted equally (recall, whose length is its number of key-value pairs, also ``test_spread`` and
+``beyond_spread``: N pairs spread over the context of n pairs, n = N+1..M); ``effective``: the effective length (RULER's convention, ``effective_length``): the
 longest n up to which token accuracy stays at or above ``eval.effective_threshold``.
 
 Randomized schemes (``pelab.positional.randomized``) place a row at a sorted subset of positions, drawn once
@@ -35,7 +36,7 @@ from pelab.positional.rope_extensions import MENU
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
 from pelab.tasks.length.data import LengthData
-from pelab.tasks.length.data.layout import encoder_rows
+from pelab.tasks.length.data.layout import IGNORE, encoder_rows
 from pelab.tasks.length.model import LengthTransformer
 
 
@@ -74,24 +75,50 @@ def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
 
 
 @torch.no_grad()
+def answer_queries(model: LengthTransformer, question: torch.Tensor, answer: torch.Tensor, symbols: int,
+                   rows: Callable, positions: torch.Tensor | None = None) -> torch.Tensor:
+    """Recall's decoder layout (``problems.Recall.rows``: ``context SEP q1 a1 … qm``) -> the values the model
+    writes (B, m), each after its own earlier answers, as greedy decoding would write them. A value depends on the
+    earlier ones only through the context, so instead of 2m cached steps: read every query in one pass over the
+    row holding the current answers (first the true ones), put the predictions in, and repeat until they no longer
+    change. A fixed point is the greedy output (value j is then predicted from the model's own values 1..j-1), and
+    the loop reaches it within m + 1 passes (each pass fixes at least one more value); two or three in practice."""
+    written = answer
+    for _ in range(answer.shape[1] + 1):
+        tokens, targets = rows(question, written, symbols, causal=True)
+        with autocast(tokens.device):
+            again = model(tokens, positions=positions)[0].argmax(-1)[targets != IGNORE].view_as(answer)
+        if torch.equal(again, written):
+            break
+        written = again
+    return written
+
+
+@torch.no_grad()
 def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Tensor, causal: bool,
                   device: torch.device, batch_size: int,
                   draws: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Per example: exact match (whole answer right) and token accuracy (share of answer tokens right). The
     examples are split into ``draws`` groups, group d placed at position draw d (``row_positions``)."""
     exact, accuracy = [], []
+    problem, symbols = data.problem, data.symbols
     for draw, group in enumerate(torch.tensor_split(sources, min(draws, len(sources)))):
         for start in range(0, len(group), batch_size):
-            question, answer = data.problem.question_answer(group[start:start + batch_size], data.config.n_symbols)
-            if causal:
-                tokens, _ = encoder_rows(question, answer[:, :0], data.config.n_symbols)  # question SEP
+            question, answer = problem.question_answer(group[start:start + batch_size], symbols)
+            if causal and problem.draws_sources:  # recall: the answers interleaved with the queries
+                positions = row_positions(model, problem.rows(question, answer, symbols, True)[0].shape[1], draw,
+                                          device)
+                predicted = answer_queries(model, question.to(device), answer.to(device), symbols, problem.rows,
+                                           positions).cpu()
+            elif causal:
+                tokens, _ = encoder_rows(question, answer[:, :0], symbols)  # question SEP
                 positions = row_positions(model, tokens.shape[1] + answer.shape[1] - 1, draw, device)
                 predicted = generate(model, tokens.to(device), answer.shape[1], positions).cpu()
             else:
-                tokens, targets = encoder_rows(question, answer, data.config.n_symbols)
+                tokens, targets = problem.rows(question, answer, symbols, causal=False)
                 positions = row_positions(model, tokens.shape[1], draw, device)
                 predicted = predict_encoder(model, tokens.to(device), positions).cpu()
-                predicted = predicted[:, targets.shape[1] - answer.shape[1]:]
+                predicted = predicted[targets != IGNORE].view_as(answer)  # the answer slots, in order
             correct = predicted == answer  # (B, a)
             exact.append(correct.all(dim=1).float())
             accuracy.append(correct.float().mean(dim=1))
@@ -113,7 +140,8 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
 
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
     menu = MENU if scheme_of(model.pe) == "rope" else ()  # by name: xpos and rand_rope subclass or wrap RoPE
-    draws = cfg.eval.position_draws
+    # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
+    draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
     for n, sources in sorted(data.splits["test"].items()):
         where = "in" if n <= data.config.train_max else "beyond"
         record("test", where, n, *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size, draws=draws))
@@ -122,11 +150,25 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
                 pe = variant.module(model.pe, row_length(n), trained, longest).to(device)
                 record(f"test{variant.suffix}", where + variant.suffix, n, *answer_scores(
                     model.with_positional(pe), data, sources, causal, device, cfg.eval.batch_size))
+    for n, sources in sorted(data.splits.get("spread", {}).items()):  # recall: N pairs spread over length n
+        record(f"test{SPREAD}", f"beyond{SPREAD}", n, *answer_scores(model, data, sources, causal, device,
+                                                                      cfg.eval.batch_size, draws=draws))
     for where, metrics in by_range.items():
         for metric, values in metrics.items():
             rows.append({"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)})
-    return rows + effective_lengths(rows, menu, data.config.train_max, cfg.eval.effective_threshold) + facts(
+    axes = [*menu, SpreadAxis()] if "spread" in data.splits else menu
+    return rows + effective_lengths(rows, axes, data.config.train_max, cfg.eval.effective_threshold) + facts(
         data, causal, row_length)
+
+
+SPREAD = "_spread"  # the split suffix of recall's second axis: N pairs spread over length n's context
+
+
+class SpreadAxis:
+    """Recall's spread axis in ``effective_lengths``, like an extension that equals the model within N (where its
+    rows are the main axis's)."""
+
+    suffix, identity_within = SPREAD, True
 
 
 def effective_lengths(rows: list[dict[str, Any]], menu, train_max: int, threshold: float) -> list[dict[str, Any]]:
@@ -151,7 +193,7 @@ def effective_lengths(rows: list[dict[str, Any]], menu, train_max: int, threshol
 def facts(data: LengthData, causal: bool, row_length: Callable[[int], int]) -> list[dict[str, Any]]:
     """What the report states about the task itself (it reads records, not the task's code), split ``task``: chance
     per answer symbol, the longest trained and evaluated rows in positions, the attention form (1 causal)."""
-    values = {"chance": 1.0 / data.problem.alphabet(data.config.n_symbols),
+    values = {"chance": 1.0 / data.problem.answer_alphabet(data.config),
               "longest_trained_row": row_length(data.config.train_max),
               "longest_eval_row": row_length(data.config.test_max), "causal": float(causal)}
     return [{"split": "task", "length": "all", "metric": k, "value": float(v)} for k, v in values.items()]

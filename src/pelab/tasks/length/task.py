@@ -18,7 +18,7 @@ from pelab.tasks.base import Batch, Task, TaskConfig
 from pelab.tasks.length import data as length_data
 from pelab.tasks.length.config import LengthDataConfig, LengthEvalConfig, LengthModelConfig, TrainConfig
 from pelab.tasks.length.data import LengthData
-from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
+from pelab.tasks.length.data.layout import IGNORE
 from pelab.tasks.length.data.problems import PROBLEMS
 from pelab.tasks.length.model import LengthTransformer, build_length_model
 
@@ -28,8 +28,8 @@ PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
 
 def rows(data: LengthData, sources: torch.Tensor, causal: bool) -> Batch:
     """Sources of one length (B, s) -> (tokens, targets) in the task's layout."""
-    question, answer = data.problem.question_answer(sources, data.config.n_symbols)
-    return (decoder_rows if causal else encoder_rows)(question, answer, data.config.n_symbols)
+    question, answer = data.problem.question_answer(sources, data.symbols)
+    return data.problem.rows(question, answer, data.symbols, causal)
 
 
 def length_loss(model: LengthTransformer, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,6 +1,7 @@
 """Prepare and load the data of a length task: per length, the source strings of each split.
 
-``prepare`` writes ``sources.pt`` ({"train" | "test": {n: (count, source_length(n)) int64}}) and ``meta.json``.
+``prepare`` writes ``sources.pt`` ({"train" | "test": {n: (count, source_length(n)) int64}}, and for recall
+``"spread"``: {n: rows of N pairs spread over length n's context} beyond N) and ``meta.json``.
 The question/answer layout (encoder or decoder) is made from the sources when batches are built
 (``layout.py``), so the same file serves both architectures.
 """
@@ -17,7 +18,7 @@ import torch
 from pelab import io
 from pelab.config import from_dict, to_dict
 from pelab.tasks.length.config import LengthDataConfig
-from pelab.tasks.length.data.problems import PROBLEMS, Problem, vocab_size
+from pelab.tasks.length.data.problems import PROBLEMS, Problem, Recall
 
 SOURCES = "sources.pt"
 
@@ -30,7 +31,12 @@ class LengthData:
 
     @property
     def vocab_size(self) -> int:
-        return vocab_size(self.config.n_symbols)
+        return self.problem.vocab_size(self.config)
+
+    @property
+    def symbols(self) -> int:
+        """Tokens below the special ones (``problems.special_tokens``)."""
+        return self.problem.symbols(self.config)
 
 
 def distinct_codes(capacity: int, count: int, generator: torch.Generator, exclude: set[int] = frozenset()):
@@ -60,6 +66,8 @@ def make_splits(cfg: LengthDataConfig, problem: Problem) -> dict[str, dict[int, 
     """Per length: test sequences first (distinct), then training sequences (distinct, none of them a test
     one) for lengths 1..train_max; test only beyond."""
     generator = torch.Generator().manual_seed(cfg.seed)
+    if problem.draws_sources:
+        return drawn_splits(cfg, problem, generator)
     base = problem.alphabet(cfg.n_symbols)
     per_length = math.ceil(cfg.n_train / cfg.train_max)
     train, test = {}, {}
@@ -75,6 +83,26 @@ def make_splits(cfg: LengthDataConfig, problem: Problem) -> dict[str, dict[int, 
         else:
             test[n] = decode_codes(distinct_codes(capacity, min(cfg.n_test, capacity), generator), width, base)
     return {"train": train, "test": test}
+
+
+def drawn_splits(cfg: LengthDataConfig, problem: Problem,
+                 generator: torch.Generator) -> dict[str, dict[int, torch.Tensor]]:
+    """``make_splits`` for problems that draw their own sources (``Problem.draw``); recall also gets its spread
+    axis (``Recall.draw_spread``), split ``spread`` at n = N+1..M."""
+    per_length = math.ceil(cfg.n_train / cfg.train_max)
+    train, test = {}, {}
+    for n in range(1, cfg.test_max + 1):
+        capacity = problem.capacity(cfg, n)
+        n_test = min(cfg.n_test, max(1, math.floor(cfg.holdout_share * capacity)) if n <= cfg.train_max else capacity)
+        test[n] = problem.draw(cfg, n, n_test, generator)
+        if n <= cfg.train_max:
+            n_train = min(per_length, capacity - n_test)
+            train[n] = problem.draw(cfg, n, n_train, generator, exclude={tuple(r) for r in test[n].tolist()})
+    splits = {"train": train, "test": test}
+    if isinstance(problem, Recall):
+        splits["spread"] = {n: problem.draw_spread(cfg, cfg.train_max, n, cfg.n_test, generator)
+                            for n in range(cfg.train_max + 1, cfg.test_max + 1)}
+    return splits
 
 
 def prepare(problem_name: str, cfg: LengthDataConfig, out_dir: Path) -> None:

@@ -3,14 +3,18 @@
 A problem of *length n* has an input of n symbols (binary addition: two n-bit numbers). Vocabulary: the
 symbols 0..k-1, then ``SEP`` (ends the question), ``BLANK`` (an answer slot of the encoder layout) and ``PLUS``
 (binary addition). Ruoss et al. 2023 (https://arxiv.org/abs/2305.16843), Table 4: reverse string, duplicate
-string, binary addition.
+string, binary addition; and multi-query associative recall (``Recall``: Arora et al. 2024, Zoology,
+https://arxiv.org/abs/2312.04927), whose length is its number of key-value pairs.
 """
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import torch
+
+from pelab.tasks.length.config import LengthDataConfig
 
 
 def special_tokens(n_symbols: int) -> dict[str, int]:
@@ -29,9 +33,37 @@ class Problem:
 
     name: ClassVar[str]
     binary: ClassVar[bool] = False  # the alphabet is {0, 1} whatever data.n_symbols says
+    draws_sources: ClassVar[bool] = False  # sources from ``draw``, not uniform strings over the alphabet
 
     def alphabet(self, n_symbols: int) -> int:
+        """Distinct values of an answer symbol (chance is one over it)."""
         return 2 if self.binary else n_symbols
+
+    def answer_alphabet(self, cfg: LengthDataConfig) -> int:
+        return self.alphabet(cfg.n_symbols)
+
+    def symbols(self, cfg: LengthDataConfig) -> int:
+        """Tokens below the special ones (``special_tokens``): what ``question_answer`` and the layouts are given."""
+        return cfg.n_symbols
+
+    def vocab_size(self, cfg: LengthDataConfig) -> int:
+        return vocab_size(self.symbols(cfg))
+
+    def draw(self, cfg: LengthDataConfig, n: int, count: int, generator: torch.Generator,
+             exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
+        """``count`` distinct sources of length n (none in ``exclude``), where ``draws_sources``."""
+        raise NotImplementedError
+
+    def capacity(self, cfg: LengthDataConfig, n: int) -> int:
+        """Distinct sources of length n."""
+        return self.alphabet(cfg.n_symbols) ** self.source_length(n)
+
+    def rows(self, question: torch.Tensor, answer: torch.Tensor, symbols: int,
+             causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens, targets) of the task's layout (``layout.py``): the answer after the question."""
+        from pelab.tasks.length.data.layout import decoder_rows, encoder_rows
+
+        return (decoder_rows if causal else encoder_rows)(question, answer, symbols)
 
     def source_length(self, n: int) -> int:
         """Symbols drawn for one example of length n."""
@@ -104,4 +136,111 @@ def binary_addition(sources: torch.Tensor, plus: int) -> tuple[torch.Tensor, tor
     return question, torch.stack(digits, dim=1)
 
 
-PROBLEMS: dict[str, Problem] = {problem.name: problem for problem in (Reverse(), Duplicate(), Addition())}
+class Recall(Problem):
+    """Multi-query associative recall (MQAR; Arora et al. 2024, https://arxiv.org/abs/2312.04927, Section 3.1 and
+    ``HazyResearch/zoology``, ``data/associative_recall.py``): n key-value pairs, then every key once as a query, in
+    random order; the answer to a query is the value that followed its key.
+
+    Keys are drawn without replacement from K = max(data.n_symbols, data.test_max) key tokens (so every evaluated
+    n fits), values with replacement from K value tokens (chance 1/K). A row's source is its context (2c tokens:
+    ``k v k v …``, or ``FILL`` pairs where ``draw_spread`` spreads the pairs out) then its m queries: width 2c + m.
+    Layouts (``rows``): the encoder reads each value at a blank right after its query (``… SEP q1 _ q2 _ …``); the
+    decoder predicts each value at its query (``… SEP q1 a1 q2 a2 …``; at evaluation from its own earlier answers).
+    """
+
+    name = "recall"
+    draws_sources = True
+
+    def keys(self, cfg: LengthDataConfig) -> int:
+        return max(cfg.n_symbols, cfg.test_max)
+
+    def alphabet(self, n_symbols: int) -> int:
+        raise TypeError("recall's alphabet depends on data.test_max: use answer_alphabet(cfg)")
+
+    def answer_alphabet(self, cfg: LengthDataConfig) -> int:
+        return self.keys(cfg)
+
+    def symbols(self, cfg: LengthDataConfig) -> int:
+        return 2 * self.keys(cfg)  # keys 0..K-1, values K..2K-1
+
+    def vocab_size(self, cfg: LengthDataConfig) -> int:
+        return vocab_size(self.symbols(cfg)) + 1  # and FILL
+
+    def source_length(self, n: int) -> int:
+        return 3 * n
+
+    def answer_length(self, n: int) -> int:
+        return n
+
+    def capacity(self, cfg: LengthDataConfig, n: int) -> int:
+        k = self.keys(cfg)  # ordered distinct keys, their values, the order of the queries
+        return math.perm(k, n) * k**n * math.factorial(n)
+
+    def draw(self, cfg: LengthDataConfig, n: int, count: int, generator: torch.Generator,
+             exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
+        return self._draw(cfg, n, n, count, generator, exclude)
+
+    def draw_spread(self, cfg: LengthDataConfig, pairs: int, n: int, count: int,
+                    generator: torch.Generator) -> torch.Tensor:
+        """``count`` rows of ``pairs`` pairs spread over the 2n-token context of length n (the other n - pairs
+        slots ``FILL FILL``), then their queries: the same pairs, further apart."""
+        return self._draw(cfg, pairs, n, count, generator, frozenset())
+
+    def _draw(self, cfg: LengthDataConfig, pairs: int, slots: int, count: int, generator: torch.Generator,
+              exclude: set[tuple[int, ...]]) -> torch.Tensor:
+        k, fill = self.keys(cfg), fill_token(self.symbols(cfg))
+        if count > self.capacity(cfg, pairs) - len(exclude):
+            raise ValueError(f"recall: cannot draw {count} distinct rows of {pairs} pairs")
+        out, seen = [], set(exclude)
+        while len(out) < count:
+            b = 2 * (count - len(out))
+            keys = torch.rand(b, k, generator=generator).argsort(1)[:, :pairs]  # (b, pairs) distinct
+            values = torch.randint(k, 2 * k, (b, pairs), generator=generator)
+            queries = keys.gather(1, torch.rand(b, pairs, generator=generator).argsort(1))
+            where = torch.rand(b, slots, generator=generator).argsort(1)[:, :pairs].sort(1).values  # pair slots
+            context = torch.full((b, slots, 2), fill, dtype=torch.long)
+            context.scatter_(1, where[..., None].expand(b, pairs, 2), torch.stack([keys, values], 2))
+            for row in torch.cat([context.flatten(1), queries], 1).tolist():
+                if tuple(row) not in seen and len(out) < count:
+                    seen.add(tuple(row))
+                    out.append(row)
+        return torch.tensor(out, dtype=torch.long).reshape(count, 2 * slots + pairs)
+
+    def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """sources (B, 2c + m): context then queries -> question (the same), answer (B, m): each query's value.
+        m is the context's key count, read off its FILL tokens (none on the main axis, where c = m)."""
+        fills = int((sources[0] == fill_token(n_symbols)).sum())
+        m = (sources.shape[1] - fills) // 3
+        context, queries = sources[:, :-m], sources[:, -m:]
+        match = context[:, 0::2].unsqueeze(1) == queries.unsqueeze(2)  # (B, m, c): each query's key slot
+        return sources, context[:, 1::2].gather(1, match.int().argmax(-1))
+
+    def rows(self, question: torch.Tensor, answer: torch.Tensor, symbols: int,
+             causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """question (B, 2c + m), answer (B, m) -> (tokens, targets):
+        encoder ``context SEP q1 BLANK … qm BLANK`` (B, 2c + 1 + 2m), values read at the blanks;
+        decoder ``context SEP q1 a1 … qm`` (B, 2c + 2m), value j predicted at query j."""
+        from pelab.tasks.length.data.layout import IGNORE
+
+        tokens = special_tokens(symbols)
+        b, m = answer.shape
+        context, queries = question[:, :-m], question[:, -m:]
+        slots = answer if causal else torch.full_like(answer, tokens["blank"])
+        tail = torch.stack([queries, slots], 2).flatten(1)  # q1 a1 q2 a2 …  or  q1 _ q2 _ …
+        read = torch.stack([answer, torch.full_like(answer, IGNORE)], 2).flatten(1)  # targets at the queries
+        if not causal:
+            read = torch.stack([torch.full_like(answer, IGNORE), answer], 2).flatten(1)  # at the blanks
+        sep = torch.full((b, 1), tokens["sep"], dtype=torch.long)
+        ignore = torch.full((b, context.shape[1] + 1), IGNORE, dtype=torch.long)
+        tokens_, targets = torch.cat([context, sep, tail], 1), torch.cat([ignore, read], 1)
+        if causal:  # the last answer is never an input
+            tokens_, targets = tokens_[:, :-1], targets[:, :-1]
+        return tokens_, targets
+
+
+def fill_token(symbols: int) -> int:
+    """The filler of recall's spread rows: the token after the special ones."""
+    return vocab_size(symbols)
+
+
+PROBLEMS: dict[str, Problem] = {problem.name: problem for problem in (Reverse(), Duplicate(), Addition(), Recall())}
