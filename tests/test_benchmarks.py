@@ -98,7 +98,7 @@ def test_the_study_flops_count_every_study_of_the_full_profile(tmp_path):
     results = bench("study_flops.py", tmp_path, "--smoke")
     assert set(results["studies"]) == {"copy", "translation", "length", "lm"}
     length = results["studies"]["length"]
-    assert length["runs"] == 6 * 12 * 5  # the full profile's six length tasks, 12 schemes, five seeds
+    assert length["runs"] == 8 * 12 * 5  # the full profile's eight length tasks, 12 schemes, five seeds
     # a duplicate row (question, separator, two copies) is longer than a reverse row: more FLOPs per step
     assert length["gflop_per_step"]["duplicate"] > length["gflop_per_step"]["reverse"] > 0
     for study in results["studies"].values():

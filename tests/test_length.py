@@ -3,6 +3,8 @@ the tasks through the one runner."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 import torch
@@ -20,7 +22,7 @@ from pelab.tasks.length.config import LengthDataConfig, LengthModelConfig
 from pelab.tasks.length.data import make_splits
 from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
 from pelab.tasks.length.data import LengthData
-from pelab.tasks.length.data.problems import PROBLEMS, binary_addition, fill_token, special_tokens
+from pelab.tasks.length.data.problems import PROBLEMS, binary_addition, special_tokens
 from pelab.tasks.length.evaluate import answer_queries, answer_scores, generate
 from pelab.tasks.length.model import build_length_model
 
@@ -87,7 +89,7 @@ RECALL = LengthDataConfig(n_symbols=3, train_max=4, test_max=9, n_train=400, n_t
 def test_recall_rows_query_every_key_once_and_answer_the_value_that_followed_it():
     recall, k = PROBLEMS["recall"], 9  # K = max(n_symbols, test_max) keys, as many values
     assert recall.answer_alphabet(RECALL) == k and recall.symbols(RECALL) == 2 * k
-    assert recall.vocab_size(RECALL) == 2 * k + 4 and fill_token(2 * k) == 2 * k + 3  # sep, blank, plus, fill
+    assert recall.vocab_size(RECALL) == 2 * k + 3  # and SEP, BLANK, PLUS
     splits = make_splits(RECALL, recall)
     for n, rows in splits["test"].items():
         question, answer = recall.question_answer(rows, 2 * k)
@@ -97,16 +99,18 @@ def test_recall_rows_query_every_key_once_and_answer_the_value_that_followed_it(
             assert len(set(keys)) == n and all(0 <= key < k for key in keys)  # distinct keys
             assert all(k <= v < 2 * k for v in vals) and sorted(queries) == sorted(keys)
             assert values == [vals[keys.index(q)] for q in queries]
-    # the spread axis: beyond N only, N pairs in n slots of two tokens, FILL in the others, the same answer rule
+    # the spread axis: beyond N only, N pairs in n slots of two tokens, two values (no key) in each other slot,
+    # the same answer rule
     assert sorted(splits["spread"]) == list(range(RECALL.train_max + 1, RECALL.test_max + 1))
     for n, rows in splits["spread"].items():
         question, answer = recall.question_answer(rows, 2 * k)
-        assert rows.shape == (RECALL.n_test, 2 * n + RECALL.train_max)
+        assert rows.shape == (RECALL.n_test, 2 * n + RECALL.train_max) and int(rows.max()) < 2 * k
         for row, values in zip(rows.tolist(), answer.tolist()):
             context, queries = row[:2 * n], row[2 * n:]
             slots = [(context[i], context[i + 1]) for i in range(0, 2 * n, 2)]
-            pairs = [slot for slot in slots if slot != (fill_token(2 * k),) * 2]
-            assert len(pairs) == RECALL.train_max and fill_token(2 * k) not in [t for pair in pairs for t in pair]
+            pairs = [slot for slot in slots if slot[0] < k]
+            assert len(pairs) == RECALL.train_max and all(v >= k for slot in slots for v in slot[1:])
+            assert all(slot[0] >= k for slot in slots if slot not in pairs)  # filler: value tokens only
             assert values == [dict(pairs)[q] for q in queries] and sorted(queries) == sorted(dict(pairs))
     # spread out, a query lies further from its key than in any training row
     def farthest(rows: torch.Tensor, n: int) -> int:
@@ -166,10 +170,40 @@ def test_recall_decoder_answers_from_its_own_values_as_one_forward_pass_over_the
         again = model(own, positions=positions)[0].argmax(-1)[targets != IGNORE].view_as(answer)
     assert torch.equal(again, written)
     data = LengthData(RECALL, recall, {"test": {5: rows}})
-    exact, accuracy = answer_scores(model, data, rows, True, torch.device("cpu"), 4)
-    assert torch.equal(accuracy, (written == answer).float().mean(1)) if positions is None else len(accuracy) == 6
-    assert torch.equal(exact, (accuracy == 1).float())
+    exact, accuracy = answer_scores(model, data, rows, True, torch.device("cpu"), 4)  # one group: draw 0
+    if positions is not None:
+        written = answer_queries(model, question, answer, 2 * k, recall.rows,
+                                 model.pe.sample_positions(tokens.shape[1], "cpu", draw=0))
+    assert torch.equal(accuracy, (written == answer).float().mean(1)) and torch.equal(exact, (accuracy == 1).float())
 
+
+
+@pytest.mark.parametrize("task_name", ["recall", "recall_causal"])
+def test_recall_runs_are_scored_on_both_axes_and_the_spread_one_beyond_n_only(tmp_path, task_name):
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import evaluate
+
+    task = get_task(task_name)
+    params = parse_params(smoke_raw(tasks=[], length_tasks=[task_name], length_schemes=["none"]))
+    cfg = params.task(task_name)
+    task.prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    model = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
+    rows = evaluate(cfg, model, data, torch.device("cpu"), causal=task.causal,
+                    row_length=lambda n: task.row_length(cfg.data, n))
+    n_max, train_max = cfg.data.test_max, cfg.data.train_max
+    spread = {r["length"]: r["value"] for r in rows if r["split"] == "test_spread" and r["metric"] == "token_accuracy"}
+    assert sorted(spread) == list(range(train_max + 1, n_max + 1))
+    beyond = [r["value"] for r in rows if r["split"] == "beyond_spread" and r["metric"] == "token_accuracy"]
+    assert beyond == [pytest.approx(sum(spread.values()) / len(spread))]
+    plain = {r["length"]: r["value"] for r in rows if r["split"] == "test" and r["metric"] == "token_accuracy"}
+    from pelab.tasks.effective_length import effective_length
+
+    effective = {r["split"]: r["value"] for r in rows if r["split"].startswith("effective")}
+    within = {n: v for n, v in plain.items() if n <= train_max}
+    assert effective["effective_spread"] == effective_length({**within, **spread}, cfg.eval.effective_threshold)
+    assert {r["metric"]: r["value"] for r in rows if r["split"] == "task"}["chance"] == pytest.approx(
+        1 / max(cfg.data.n_symbols, n_max))
 
 def test_the_seeds_share_one_length_schedule_and_draw_their_own_sequences(tmp_path):
     """Every seed's batch at a step has the same length (so the seeds stack), drawn uniformly over 1..N; the
@@ -460,14 +494,14 @@ def test_rope_runs_are_also_scored_with_every_extension_of_the_menu(tmp_path, mo
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
     assert model.pe.base == base and model.pe.base_rescale_factor == model.pe.interpolation_factor == 1.0  # unchanged
     n_max, train_max = cfg.data.test_max, cfg.data.train_max
-    for split in ("test_pi", "test_ntk", "test_dynamic"):  # the trained model within N: scored beyond it only
+    for split in ("test_pi", "test_ntk", "test_dynamic", "test_logn"):  # the trained model within N: beyond it only
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(train_max + 1, n_max + 1))
     for split in ("test_yarn", "test_llama3"):  # they change the model within N too
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(1, n_max + 1))
     assert {r["split"] for r in rows if r["length"] == "all"} == {
         "in", "beyond", "beyond_pi", "beyond_ntk", "beyond_dynamic", "in_yarn", "beyond_yarn", "in_llama3",
         "beyond_llama3", "task", "effective", "effective_pi", "effective_ntk", "effective_dynamic", "effective_yarn",
-        "effective_llama3"}
+        "effective_llama3", "beyond_logn", "effective_logn"}
     # interpolation maps the longest test row into the trained rows' range of positions
     trained, longest = task.row_length(cfg.data, train_max), task.row_length(cfg.data, n_max)
     pi = model.pe.extended(interpolation_factor=longest / trained)
@@ -479,16 +513,20 @@ def test_rope_runs_are_also_scored_with_every_extension_of_the_menu(tmp_path, mo
     read_with, real = [], length_evaluate.answer_scores
     monkeypatch.setattr(length_evaluate, "answer_scores", lambda m, *a, **k: read_with.append(m.pe) or real(m, *a, **k))
     evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert len(read_with) == n_max + 3 * (n_max - train_max) + 2 * n_max  # plain; PI, NTK, dynamic; yarn, llama3
-    assert read_with[0] is model.pe and all(type(pe) is ExtendedRotary for pe in read_with[-len(MENU):])
-    for variant, pe in zip(MENU, read_with[-len(MENU):]):  # the longest row: every extension, in the menu's order
+    # plain; PI, NTK, dynamic, the temperature; yarn, llama3
+    assert len(read_with) == n_max + 4 * (n_max - train_max) + 2 * n_max
+    last = read_with[-len(MENU) - 1:]  # the longest row: every extension in the menu's order, then the temperature
+    assert read_with[0] is model.pe and all(type(pe) is ExtendedRotary for pe in last[:-1])
+    assert last[-1].temperature == pytest.approx(math.log(longest) / math.log(trained))
+    for variant, pe in zip(MENU, last):
         factor = variant.factor(longest, trained, longest)
         theta, m = scaled_inverse_frequencies(variant.rope_type, model.pe.head_dim, base, factor, trained, longest)
         assert torch.allclose(pe.inverse_frequencies, theta.float()) and pe.attention_factor == m, variant.label
     # a model without RoPE gets no extension rows
     plain = task.build_model(cfg.model, "none", cfg.options("none"), 0, task.data_info(data))
     rows = evaluate(cfg, plain, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert {r["split"] for r in rows} == {"test", "in", "beyond", "effective", "task"}
+    assert {r["split"] for r in rows} == {"test", "in", "beyond", "effective", "task", "test_logn", "beyond_logn",
+                                          "effective_logn"}
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -605,7 +643,10 @@ def test_each_length_is_scored_over_several_position_draws_the_same_for_every_ru
                                row_length=lambda n: task.row_length(cfg.data, n)))
         row = task.row_length(cfg.data, cfg.data.test_max)
         at_longest = [p for p in seen if len(p) == row]
-        assert len(at_longest) == 4 and len({tuple(p.tolist()) for p in at_longest}) == 4  # four distinct draws
+        # the plain scores, then the temperature's (``positional.temperature``) at the same four draws
+        assert len(at_longest) == 8 and all(torch.equal(a, b) for a, b in zip(at_longest[:4], at_longest[4:]))
+        at_longest = at_longest[:4]
+        assert len({tuple(p.tolist()) for p in at_longest}) == 4  # four distinct draws
         assert all(torch.equal(p, model.pe.sample_positions(row, "cpu", draw=d)) for d, p in enumerate(at_longest))
         if seed == 0:
             first = at_longest
@@ -627,7 +668,8 @@ def test_only_rope_runs_get_the_interpolation_rows_and_report_rows(tmp_path):
     data = length_data.load(tmp_path / "data")
     model = task.build_model(cfg.model, "xpos", cfg.options("xpos"), 0, task.data_info(data))
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    assert {r["split"] for r in rows} == {"test", "in", "beyond", "effective", "task"}
+    assert {r["split"] for r in rows} == {"test", "in", "beyond", "effective", "task", "test_logn", "beyond_logn",
+                                          "effective_logn"}
     records = pd.DataFrame([{"task": "t", "pe": pe, "seed": 0, "split": split, "length": "all",
                              "metric": "token_accuracy", "value": value}
                             for pe, value in (("rope", 0.5), ("xpos", 0.9)) for split in ("beyond", "beyond_pi")])

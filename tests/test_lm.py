@@ -342,6 +342,9 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
                 for split in ("window", "sliding")]
 
     monkeypatch.setattr(lm_evaluate, "score", fake_score)
+    monkeypatch.setattr(lm_evaluate, "crop", lambda net, cfg, data, device, lengths: [  # tested in test_temperature.py
+        {"split": protocol + "_crop", "length": t, "metric": "ppl", "value": 3.0} for t in lengths
+        for protocol in ("window", "sliding")])
     context, net = 60, model("rope")
     cfg = SimpleNamespace(data=SimpleNamespace(context=context),
                           eval=SimpleNamespace(multiples=(1, 2, 8), effective_threshold=0.9))
@@ -350,8 +353,10 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
     by_variant = {suffix: [(lengths[0], pe) for s, lengths, pe in calls[1:] if s == suffix]
                   for suffix, _, _ in calls[1:]}
     expected = {"_pi": [120, 480], "_ntk": [120, 480], "_dynamic": [120, 480], "_yarn": [60, 120, 480],
-                "_llama3": [60, 120, 480]}
+                "_llama3": [60, 120, 480], "_logn": [120, 480]}  # and the temperature, for every scheme
     assert {suffix: [t for t, _ in found] for suffix, found in by_variant.items()} == expected
+    assert [pe.temperature for _, pe in by_variant["_logn"]] == pytest.approx([math.log(120) / math.log(60),
+                                                                                 math.log(480) / math.log(60)])
     for variant in MENU:
         for length, pe in by_variant[variant.suffix]:
             assert type(pe) is ExtendedRotary

@@ -31,7 +31,8 @@ ENV = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
 SCHEMES, SEEDS, TASKS = ["none", "rope", "t5"], [0, 1], ["copy", "translation"]
 LENGTH_TASKS, LENGTH_SCHEMES = ["reverse", "addition_causal"], ["none", "fire", "rand_rope"]  # the length study
 OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]",
-             f"length_schemes=[{','.join(LENGTH_SCHEMES)}]", "lm_tasks=[]"]  # the LM study: test_default_study_e2e
+             f"length_tasks=[{','.join(LENGTH_TASKS)}]", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]",
+             "lm_tasks=[]"]  # every length task and the LM study: test_default_study_e2e
 
 
 def run(cmd: list[str], cwd: Path, timeout_s: float | None = 30 * 60) -> str:
@@ -271,7 +272,8 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)
     base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=[rope,t5]",
-            "-S", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]", "-S", "lm_tasks=[]"]
+            "-S", f"length_tasks=[{','.join(LENGTH_TASKS)}]", "-S", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]",
+            "-S", "lm_tasks=[]"]
     out = run(["dvc", "exp", "run", *base], project)
     assert ran(out, "run") == set() and ran(out, "run_length") == set()  # all run with these params: the run cache
     params = yaml.safe_load((project / "params.yaml").read_text())

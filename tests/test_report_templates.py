@@ -26,9 +26,9 @@ def test_a_section_ends_with_one_empty_line_however_the_template_ends():
     assert lines[0] == "## The references' analyses, reproduced" and lines[1] == ""
     assert "seed 0" in lines[2] and "all 5 seeds" in lines[2]
     assert lines[-1] == "" and lines[-2] != ""
-    assert sentences("length_choices.md", bases=[], randomized=[], draws=4) == []
-    assert sentences("length_choices.md", bases=["rope"], randomized=["rand_rope"], draws=4)[1].startswith(
-        "`rand_rope` are scored at fixed position draws")
+    assert sentences("length_choices.md", bases=[], randomized=[], draws=4, tempered=False) == []
+    notes = sentences("length_choices.md", bases=["rope"], randomized=["rand_rope"], draws=4, tempered=True)
+    assert notes[1].startswith("`rand_rope` are scored at fixed position draws") and "ln T / ln L" in notes[2]
 
 
 def test_the_filters_format_and_name_schemes():

@@ -9,10 +9,13 @@ from __future__ import annotations
 import pandas as pd
 
 from pelab.positional.rope_extensions import MENU
+from pelab.positional.temperature import TEMPERATURE
 
 # the split suffix of each variant's records and its label
 EXTENSIONS = {variant.suffix: variant.label for variant in MENU}
-VARIANTS = {**EXTENSIONS, "_spread": "spread"}
+# and, for every scheme: the log-length attention temperature (``positional.temperature``), the LM's crop-to-L
+# baseline (``tasks.lm.evaluate.crop``), recall's spread axis
+VARIANTS = {**EXTENSIONS, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread"}
 
 
 def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -66,10 +66,10 @@ def section(ctx: ReportContext) -> list[str]:
 
     def row(name: str, metric: str, bold: bool) -> list[str]:
         cells = [f"`{name}`"]
-        for t in tasks:
-            inside = seed_values(records, t, name, "in", metric)
-            past = format_mean_sd(seed_summary(records, t, name, "beyond", metric))
-            cells += [format_mean_sd(summarize(inside)) if inside else "–", f"**{past}**" if bold else past]
+        for t in tasks:  # "–" where a row has no runs on a task (recall's spread axis on the other problems)
+            inside, beyond = (seed_values(records, t, name, where, metric) for where in ("in", "beyond"))
+            past = format_mean_sd(summarize(beyond)) if beyond else "–"
+            cells += [format_mean_sd(summarize(inside)) if inside else "–", f"**{past}**" if bold and beyond else past]
         return cells
 
     def effective(name: str) -> list[str]:
@@ -88,6 +88,7 @@ def section(ctx: ReportContext) -> list[str]:
                                                          range(1, longest_trained)),
                            causal=all(ctx.fact(t, "causal") == 1.0 for t in tasks))
     notes += sentences("length_choices.md", bases=variant_bases(variants), draws=cfg.eval.position_draws,
+                       tempered=any(v.endswith("+logn") for v in variants),
                        randomized=[s for s in schemes if draws_positions(s)])
     return render(
         "length.md", data=cfg.data, model=cfg.model, train=cfg.train, notes=notes, n_seeds=len(ctx.seeds),

@@ -124,6 +124,7 @@ def choices(ctx: ReportContext, schemes: list[str], variants: list[str]) -> list
     notes = scheme_choices(ctx, TASK, schemes, Usage("the LM study", context, longest, range(1, context)), causal=True)
     factor = longest / context  # the fixed factor of rope+dynamic, +yarn, +llama3 (rope_extensions.Variant)
     return notes + sentences("lm_choices.md", randomized=[s for s in schemes if draws_positions(s)],
+                             tempered=[v for v in variants if v.endswith("+logn")],
                              bases=variant_bases(variants), longest=longest, factor=factor,
                              yarn_m=yarn_attention_factor(factor))
 
@@ -146,6 +147,8 @@ def section(ctx: ReportContext) -> list[str]:
     cfg = ctx.cfg(TASK)
     schemes = list(ctx.params.schemes_of(TASK))
     records, variants = with_variants(ctx.records[ctx.records["task"] == TASK])
+    # crop-to-L has perplexity rows only: the same at every T by construction, no passkey, no NLL by position
+    readers = schemes + [v for v in variants if not v.endswith("+crop")]
     context = cfg.data.context
     lengths = [k * context for k in cfg.eval.multiples]
     far = 4 * context if 4 * context in lengths else lengths[-1]
@@ -154,8 +157,8 @@ def section(ctx: ReportContext) -> list[str]:
         dict.fromkeys(("non-overlapping windows", "sliding window"), context), ctx.figure(PPL_FIGURE), log=True,
         xlabel="evaluation length T (tokens)", ylabel="test perplexity", title="LM: perplexity against evaluation "
         "length (line = mean over seeds, band = min–max; dashed = training length L)")
-    draw_nll_by_position(records, schemes + variants, context, ctx.figure(POSITION_FIGURE))
-    draw_passkey(records, schemes + variants, ctx.figure(PASSKEY_FIGURE))
+    draw_nll_by_position(records, readers, context, ctx.figure(POSITION_FIGURE))
+    draw_passkey(records, readers, ctx.figure(PASSKEY_FIGURE))
     reference = ctx.params.reference
     table_l, _ = comparison_table(records, TASK, schemes, [("at_L", "ppl_window", "ppl at L, windows"),
                                                           ("at_L", "ppl_sliding", "ppl at L, sliding")],
@@ -163,12 +166,12 @@ def section(ctx: ReportContext) -> list[str]:
     table_far, _ = comparison_table(records, TASK, schemes + variants, [
         ("at_4L", "ppl_window", f"ppl at {far}, windows"), ("at_4L", "ppl_sliding", f"ppl at {far}, sliding"),
         ("at_4L", "ppl_ratio", f"sliding ppl({far}) / ppl(L)")], digits=2, reference=reference)
-    table_passkey, _ = comparison_table(records, TASK, schemes + variants, [
+    table_passkey, _ = comparison_table(records, TASK, readers, [
         ("beyond", "passkey", "passkey beyond L"), ("at_L", "passkey", "passkey at L"),
         ("beyond", "passkey_digits", "key digits beyond L"), ("at_L", "passkey_digits", "key digits at L")],
         digits=2, reference=reference)
     effective = [[f"`{name}`", spread_over_seeds(seed_values(records, TASK, name, "effective", "tokens"), 0)]
-                 for name in schemes + variants]
+                 for name in readers]
     tokens = records[(records["split"] == "window") & (records["metric"] == "tokens")]  # the same at every length
     return render(
         "lm.md", model=cfg.model, data=cfg.data, train=cfg.train, context=context, lengths=lengths, far=far,
@@ -177,5 +180,5 @@ def section(ctx: ReportContext) -> list[str]:
         trials=cfg.eval.passkey_trials, notes=choices(ctx, schemes, variants), table_l=table_l, table_far=table_far,
         table_passkey=table_passkey, threshold=cfg.eval.effective_threshold,
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
-        reading=reading(records, schemes + variants, context, far),
+        reading=reading(records, readers, context, far),
         image=ctx.image, ppl_figure=PPL_FIGURE, position_figure=POSITION_FIGURE, passkey_figure=PASSKEY_FIGURE)

@@ -33,6 +33,7 @@ from pelab.device import autocast
 from pelab.positional import scheme_of
 from pelab.positional.randomized import RandomizedPositions
 from pelab.positional.rope_extensions import MENU
+from pelab.positional.temperature import TEMPERATURE
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
 from pelab.tasks.length.data import LengthData
@@ -139,7 +140,8 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             by_range.setdefault(where, {}).setdefault(metric, []).append(value)
 
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
-    menu = MENU if scheme_of(model.pe) == "rope" else ()  # by name: xpos and rand_rope subclass or wrap RoPE
+    # by name: xpos and rand_rope subclass or wrap RoPE; the temperature for every scheme
+    menu = (*(MENU if scheme_of(model.pe) == "rope" else ()), TEMPERATURE)
     # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
     for n, sources in sorted(data.splits["test"].items()):
@@ -149,7 +151,7 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             if where == "beyond" or not variant.identity_within:
                 pe = variant.module(model.pe, row_length(n), trained, longest).to(device)
                 record(f"test{variant.suffix}", where + variant.suffix, n, *answer_scores(
-                    model.with_positional(pe), data, sources, causal, device, cfg.eval.batch_size))
+                    model.with_positional(pe), data, sources, causal, device, cfg.eval.batch_size, draws=draws))
     for n, sources in sorted(data.splits.get("spread", {}).items()):  # recall: N pairs spread over length n
         record(f"test{SPREAD}", f"beyond{SPREAD}", n, *answer_scores(model, data, sources, causal, device,
                                                                       cfg.eval.batch_size, draws=draws))

@@ -47,6 +47,7 @@ from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
 from pelab.positional import scheme_of
 from pelab.positional.rope_extensions import MENU
+from pelab.positional.temperature import TEMPERATURE
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
 from pelab.tasks.lm.data import LMData
@@ -193,7 +194,8 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     rows = score(model, cfg, data, device, "", lengths, lengths[-1])
     threshold = cfg.eval.effective_threshold
     out = rows + summaries(rows, context, threshold=threshold)
-    menu = MENU if scheme_of(model.pe) == "rope" else ()  # by name: xpos and rand_rope subclass or wrap RoPE
+    # by name: xpos and rand_rope subclass or wrap RoPE; the temperature for every scheme
+    menu = (*(MENU if scheme_of(model.pe) == "rope" else ()), TEMPERATURE)
     for variant in menu:
         scored: list[dict[str, Any]] = []
         for length in [t for t in lengths if t > context or not variant.identity_within]:
@@ -203,4 +205,20 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
         at_l = [{**r, "split": r["split"] + variant.suffix} for r in rows if r["length"] == context
                 and r["split"] in ("window", "sliding", "passkey")] if variant.identity_within else []
         out += scored + summaries(at_l + scored, context, variant.suffix, threshold)
-    return out
+    cropped = crop(model, cfg, data, device, lengths)
+    return out + cropped + summaries(cropped, context, CROP)
+
+
+CROP = "_crop"  # the split suffix of the crop-to-L baseline
+
+
+def crop(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device,
+         lengths: list[int]) -> list[dict[str, Any]]:
+    """The crop-to-L baseline: every scored token read from exactly the L tokens before it (a sliding window of L
+    with stride 1; the positions those L tokens had in training). The scored tokens are the same at every T, so its
+    perplexity is one number, recorded at every T under ``window_crop`` and ``sliding_crop``; no passkey: a key more
+    than L tokens back is out of its reach by construction."""
+    nll, count, _ = perplexity(model, data.test, cfg.data.context, 1, cfg.eval.batch_size, device)
+    return [{"split": protocol + CROP, "length": length, "metric": metric, "value": value}
+            for protocol in ("window", "sliding") for length in lengths
+            for metric, value in (("ppl", math.exp(nll)), ("nll", nll), ("tokens", count))]

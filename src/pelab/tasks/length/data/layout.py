@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from pelab.tasks.length.data.problems import special_tokens
+from pelab.tasks.length.data.tokens import IGNORE, special_tokens
 
-IGNORE = -100
+__all__ = ["IGNORE", "decoder_rows", "encoder_rows"]
 
 
 def encoder_rows(question: torch.Tensor, answer: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,14 +15,8 @@ from typing import ClassVar
 import torch
 
 from pelab.tasks.length.config import LengthDataConfig
-
-
-def special_tokens(n_symbols: int) -> dict[str, int]:
-    return {"sep": n_symbols, "blank": n_symbols + 1, "plus": n_symbols + 2}
-
-
-def vocab_size(n_symbols: int) -> int:
-    return n_symbols + 3
+from pelab.tasks.length.data.layout import decoder_rows, encoder_rows
+from pelab.tasks.length.data.tokens import IGNORE, special_tokens, vocab_size
 
 
 class Problem:
@@ -61,8 +55,6 @@ class Problem:
     def rows(self, question: torch.Tensor, answer: torch.Tensor, symbols: int,
              causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """(tokens, targets) of the task's layout (``layout.py``): the answer after the question."""
-        from pelab.tasks.length.data.layout import decoder_rows, encoder_rows
-
         return (decoder_rows if causal else encoder_rows)(question, answer, symbols)
 
     def source_length(self, n: int) -> int:
@@ -143,9 +135,13 @@ class Recall(Problem):
 
     Keys are drawn without replacement from K = max(data.n_symbols, data.test_max) key tokens (so every evaluated
     n fits), values with replacement from K value tokens (chance 1/K). A row's source is its context (2c tokens:
-    ``k v k v …``, or ``FILL`` pairs where ``draw_spread`` spreads the pairs out) then its m queries: width 2c + m.
-    Layouts (``rows``): the encoder reads each value at a blank right after its query (``… SEP q1 _ q2 _ …``); the
-    decoder predicts each value at its query (``… SEP q1 a1 q2 a2 …``; at evaluation from its own earlier answers).
+    ``k v k v …``; where ``draw_spread`` spreads the pairs out, the other slots hold two random value tokens each,
+    tokens seen in training that no query can match) then its m queries: width 2c + m. Layouts (``rows``): the
+    encoder reads each value at a blank right after its query (``… SEP q1 _ q2 _ …``); the decoder predicts each
+    value at its query (``… SEP q1 a1 q2 a2 …``; at evaluation from its own earlier answers).
+    Unlike Zoology's MQAR: values may repeat within a row, the queries follow the pairs contiguously (Zoology spaces
+    them with noise tokens) and the decoder reads the true value after each query in training (its own at
+    evaluation).
     """
 
     name = "recall"
@@ -162,9 +158,6 @@ class Recall(Problem):
 
     def symbols(self, cfg: LengthDataConfig) -> int:
         return 2 * self.keys(cfg)  # keys 0..K-1, values K..2K-1
-
-    def vocab_size(self, cfg: LengthDataConfig) -> int:
-        return vocab_size(self.symbols(cfg)) + 1  # and FILL
 
     def source_length(self, n: int) -> int:
         return 3 * n
@@ -183,12 +176,12 @@ class Recall(Problem):
     def draw_spread(self, cfg: LengthDataConfig, pairs: int, n: int, count: int,
                     generator: torch.Generator) -> torch.Tensor:
         """``count`` rows of ``pairs`` pairs spread over the 2n-token context of length n (the other n - pairs
-        slots ``FILL FILL``), then their queries: the same pairs, further apart."""
+        slots two random value tokens each), then their queries: the same pairs, further apart."""
         return self._draw(cfg, pairs, n, count, generator, frozenset())
 
     def _draw(self, cfg: LengthDataConfig, pairs: int, slots: int, count: int, generator: torch.Generator,
               exclude: set[tuple[int, ...]]) -> torch.Tensor:
-        k, fill = self.keys(cfg), fill_token(self.symbols(cfg))
+        k = self.keys(cfg)
         if count > self.capacity(cfg, pairs) - len(exclude):
             raise ValueError(f"recall: cannot draw {count} distinct rows of {pairs} pairs")
         out, seen = [], set(exclude)
@@ -198,7 +191,7 @@ class Recall(Problem):
             values = torch.randint(k, 2 * k, (b, pairs), generator=generator)
             queries = keys.gather(1, torch.rand(b, pairs, generator=generator).argsort(1))
             where = torch.rand(b, slots, generator=generator).argsort(1)[:, :pairs].sort(1).values  # pair slots
-            context = torch.full((b, slots, 2), fill, dtype=torch.long)
+            context = torch.randint(k, 2 * k, (b, slots, 2), generator=generator)  # filler: values, no key
             context.scatter_(1, where[..., None].expand(b, pairs, 2), torch.stack([keys, values], 2))
             for row in torch.cat([context.flatten(1), queries], 1).tolist():
                 if tuple(row) not in seen and len(out) < count:
@@ -206,11 +199,14 @@ class Recall(Problem):
                     out.append(row)
         return torch.tensor(out, dtype=torch.long).reshape(count, 2 * slots + pairs)
 
-    def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def question_answer(self, sources: torch.Tensor, symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
         """sources (B, 2c + m): context then queries -> question (the same), answer (B, m): each query's value.
-        m is the context's key count, read off its FILL tokens (none on the main axis, where c = m)."""
-        fills = int((sources[0] == fill_token(n_symbols)).sum())
-        m = (sources.shape[1] - fills) // 3
+        m, the number of pairs, is half the row's key tokens (every key once in the context, once as a query);
+        ``symbols``: 2K (``symbols``), the keys being 0..K-1."""
+        keys = (sources < symbols // 2).sum(1)  # (B,): 2m in every row
+        if not bool((keys == keys[0]).all()):
+            raise ValueError("recall: every row of a batch needs the same number of pairs")
+        m = int(keys[0]) // 2
         context, queries = sources[:, :-m], sources[:, -m:]
         match = context[:, 0::2].unsqueeze(1) == queries.unsqueeze(2)  # (B, m, c): each query's key slot
         return sources, context[:, 1::2].gather(1, match.int().argmax(-1))
@@ -220,8 +216,6 @@ class Recall(Problem):
         """question (B, 2c + m), answer (B, m) -> (tokens, targets):
         encoder ``context SEP q1 BLANK … qm BLANK`` (B, 2c + 1 + 2m), values read at the blanks;
         decoder ``context SEP q1 a1 … qm`` (B, 2c + 2m), value j predicted at query j."""
-        from pelab.tasks.length.data.layout import IGNORE
-
         tokens = special_tokens(symbols)
         b, m = answer.shape
         context, queries = question[:, :-m], question[:, -m:]
@@ -236,11 +230,6 @@ class Recall(Problem):
         if causal:  # the last answer is never an input
             tokens_, targets = tokens_[:, :-1], targets[:, :-1]
         return tokens_, targets
-
-
-def fill_token(symbols: int) -> int:
-    """The filler of recall's spread rows: the token after the special ones."""
-    return vocab_size(symbols)
 
 
 PROBLEMS: dict[str, Problem] = {problem.name: problem for problem in (Reverse(), Duplicate(), Addition(), Recall())}

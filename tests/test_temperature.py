@@ -1,0 +1,85 @@
+"""The evaluation-time attention temperature (``pelab.positional.temperature``) for every scheme, and the LM's
+crop-to-L baseline."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pelab.model.config import ModelConfig
+from pelab.model.sequence import build_sequence_model
+from pelab.positional import scheme_names, scheme_options
+from pelab.positional.randomized import RandomizedPositions
+from pelab.positional.temperature import TEMPERATURE, log_length_scale, tempered
+
+CFG = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+
+
+def test_the_scale_is_one_within_the_trained_rows_and_log_length_beyond():
+    assert log_length_scale(10, 64) == log_length_scale(64, 64) == 1.0
+    assert log_length_scale(256, 64) == pytest.approx(math.log(256) / math.log(64))
+    assert TEMPERATURE.identity_within and TEMPERATURE.suffix == "_logn"
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("scheme", sorted(scheme_names()))
+def test_tempered_attention_is_the_trained_softmax_at_the_power_s_and_one_changes_nothing(scheme, causal):
+    """softmax(s·z) = softmax(z)^s / Σ softmax(z)^s: the first layer's weights of the tempered model (whose input is
+    the same) are the trained model's raised to s and renormalised, content and bias alike; s = 1 is the model."""
+    if scheme == "xpos" and not causal:
+        pytest.skip("xPos is causal only")
+    options = scheme_options(scheme, {"threshold": 3.0} if scheme == "fire" else None)
+    model = build_sequence_model(scheme, 11, CFG, options, seed=1, causal=causal).eval()
+    tokens = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(0))
+    positions = (model.pe.sample_positions(9, "cpu", draw=1) if isinstance(model.pe, RandomizedPositions)
+                 else torch.arange(9))
+    with torch.no_grad():
+        logits, _ = model(tokens, positions=positions)
+        _, weights = model(tokens, positions=positions, need_weights=True)
+        same, _ = model.with_positional(tempered(model.pe, 1.0))(tokens, positions=positions)
+        hot = model.with_positional(tempered(model.pe, 1.7))
+        _, hot_weights = hot(tokens, positions=positions, need_weights=True)
+    torch.testing.assert_close(same, logits, atol=0, rtol=0)
+    expected = weights[0]["self"] ** 1.7
+    torch.testing.assert_close(hot_weights[0]["self"], expected / expected.sum(-1, keepdim=True), atol=1e-5, rtol=1e-4)
+    assert isinstance(hot.pe, type(model.pe)) and hot.pe.temperature == 1.7 and model.pe.__dict__.get("temperature") is None
+
+
+def test_a_tempered_randomized_scheme_draws_the_positions_of_its_scheme():
+    model = build_sequence_model("rand_rope", 11, CFG, scheme_options("rand_rope"), seed=1, causal=True).eval()
+    hot = model.with_positional(tempered(model.pe, 2.0))
+    assert isinstance(hot.pe, RandomizedPositions)
+    assert torch.equal(hot.positions(12, "cpu"), model.positions(12, "cpu"))  # the fixed evaluation draw
+
+
+def test_without_a_positional_bias_the_temperature_is_queries_scaled_by_s():
+    """NoPE: scaling the logits by s is scaling every layer's query projection by s."""
+    model = build_sequence_model("none", 11, CFG, scheme_options("none"), seed=1, causal=True).eval()
+    scaled = build_sequence_model("none", 11, CFG, scheme_options("none"), seed=1, causal=True).eval()
+    with torch.no_grad():
+        for layer in scaled.encoder.layers:
+            layer.attn.q_proj.weight.mul_(1.3)
+            layer.attn.q_proj.bias.mul_(1.3)
+        tokens = torch.randint(0, 11, (2, 10), generator=torch.Generator().manual_seed(3))
+        torch.testing.assert_close(model.with_positional(tempered(model.pe, 1.3))(tokens)[0], scaled(tokens)[0],
+                                   atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("scheme", ["sinusoidal", "rope", "alibi"])
+def test_the_crop_baseline_reads_every_scored_token_from_exactly_the_l_tokens_before_it(scheme):
+    from pelab.tasks.lm.evaluate import perplexity
+
+    model = build_sequence_model(scheme, 13, CFG, scheme_options(scheme), seed=2, causal=True).eval()
+    generator = torch.Generator().manual_seed(4)
+    docs = [torch.randint(0, 13, (2 * 12 + 1,), generator=generator) for _ in range(2)]  # N = 12 targets each
+    window = 5
+    nll, count, _ = perplexity(model, docs, window, 1, 7, torch.device("cpu"))
+    losses = []
+    with torch.no_grad():
+        for doc in docs:
+            for target in range(13, 25):  # the targets after the first N = 12 tokens, each from its last L tokens
+                logits, _ = model(doc[target - window:target][None])
+                losses.append(float(torch.nn.functional.cross_entropy(logits[0, -1], doc[target])))
+    assert count == len(losses) == 24 and nll == pytest.approx(sum(losses) / len(losses), rel=1e-5)
