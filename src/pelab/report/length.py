@@ -69,7 +69,8 @@ def section(ctx: ReportContext) -> list[str]:
         for t in tasks:  # "–" where a row has no runs on a task (recall's spread axis on the other problems)
             inside, beyond = (seed_values(records, t, name, where, metric) for where in ("in", "beyond"))
             past = format_mean_sd(summarize(beyond)) if beyond else "–"
-            cells += [format_mean_sd(summarize(inside)) if inside else "–", f"**{past}**" if bold and beyond else past]
+            bolded = f"**{past}**" if bold and beyond else past
+            cells += [format_mean_sd(summarize(inside)) if inside else "–", bolded]
         return cells
 
     def effective(name: str) -> list[str]:

@@ -5,8 +5,9 @@ one token at a time after the separator (recall: one value after each query), ea
 previous outputs (no teacher forcing), so an early mistake counts as it would in use.
 Rows: split ``test`` per length; ``in`` (lengths 1..N) and ``beyond`` (N+1..M) as means over their lengths, each
 length weighted equally (recall, whose length is its number of key-value pairs, also ``test_spread`` and
-``beyond_spread``: N pairs spread over the context of n pairs, n = N+1..M); ``effective``: the effective length (RULER's convention, ``effective_length``): the
-longest n up to which token accuracy stays at or above ``eval.effective_threshold``.
+``beyond_spread``: N pairs spread over the context of n pairs, n = N+1..M); ``effective``: the effective length
+(RULER's convention, ``effective_length``): the longest n up to which token accuracy stays at or above
+``eval.effective_threshold``.
 
 Randomized schemes (``pelab.positional.randomized``) place a row at a sorted subset of positions, drawn once
 for the whole row as in training; a generated row keeps its draw, each step reading its prefix. The test
