@@ -18,7 +18,7 @@ import torch
 from pelab import io
 from pelab.config import from_dict, to_dict
 from pelab.tasks.length.config import LengthDataConfig
-from pelab.tasks.length.data.problems import PROBLEMS, Problem, Recall
+from pelab.tasks.length.data.problems import PROBLEMS, Problem
 
 SOURCES = "sources.pt"
 
@@ -87,8 +87,8 @@ def make_splits(cfg: LengthDataConfig, problem: Problem) -> dict[str, dict[int, 
 
 def drawn_splits(cfg: LengthDataConfig, problem: Problem,
                  generator: torch.Generator) -> dict[str, dict[int, torch.Tensor]]:
-    """``make_splits`` for problems that draw their own sources (``Problem.draw``); recall also gets its spread
-    axis (``Recall.draw_spread``), split ``spread`` at n = N+1..M."""
+    """``make_splits`` for problems that draw their own sources (``Problem.draw``), with the problem's own extra
+    test splits after them (``Problem.extra_splits``: recall's ``spread``)."""
     per_length = math.ceil(cfg.n_train / cfg.train_max)
     train, test = {}, {}
     for n in range(1, cfg.test_max + 1):
@@ -98,11 +98,7 @@ def drawn_splits(cfg: LengthDataConfig, problem: Problem,
         if n <= cfg.train_max:
             n_train = min(per_length, capacity - n_test)
             train[n] = problem.draw(cfg, n, n_train, generator, exclude={tuple(r) for r in test[n].tolist()})
-    splits = {"train": train, "test": test}
-    if isinstance(problem, Recall):
-        splits["spread"] = {n: problem.draw_spread(cfg, cfg.train_max, n, cfg.n_test, generator)
-                            for n in range(cfg.train_max + 1, cfg.test_max + 1)}
-    return splits
+    return {"train": train, "test": test, **problem.extra_splits(cfg, generator)}
 
 
 def prepare(problem_name: str, cfg: LengthDataConfig, out_dir: Path) -> None:

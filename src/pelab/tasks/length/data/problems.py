@@ -48,6 +48,10 @@ class Problem:
         """``count`` distinct sources of length n (none in ``exclude``), where ``draws_sources``."""
         raise NotImplementedError
 
+    def extra_splits(self, cfg: LengthDataConfig, generator: torch.Generator) -> dict[str, dict[int, torch.Tensor]]:
+        """Test splits beyond ``test`` (split -> length -> sources), drawn after it; none by default."""
+        return {}
+
     def capacity(self, cfg: LengthDataConfig, n: int) -> int:
         """Distinct sources of length n."""
         return self.alphabet(cfg.n_symbols) ** self.source_length(n)
@@ -172,6 +176,11 @@ class Recall(Problem):
     def draw(self, cfg: LengthDataConfig, n: int, count: int, generator: torch.Generator,
              exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
         return self._draw(cfg, n, n, count, generator, exclude)
+
+    def extra_splits(self, cfg: LengthDataConfig, generator: torch.Generator) -> dict[str, dict[int, torch.Tensor]]:
+        """``spread``: at n = N+1..M, N pairs over the context of n pairs (``draw_spread``)."""
+        return {"spread": {n: self.draw_spread(cfg, cfg.train_max, n, cfg.n_test, generator)
+                           for n in range(cfg.train_max + 1, cfg.test_max + 1)}}
 
     def draw_spread(self, cfg: LengthDataConfig, pairs: int, n: int, count: int,
                     generator: torch.Generator) -> torch.Tensor:
