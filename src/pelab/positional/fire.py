@@ -68,9 +68,10 @@ class FIRE(nn.Module):
     def normalized_distance(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         """(Tq,), (Tk,) -> (Tq, Tk): sign(i − j)·ψ(|i − j|) / ψ(max(L, i − j₀, j − j₀)), i the query and j the key
         position, j₀ the first key's (module docstring)."""
-        i, j = q_pos.float()[:, None], k_pos.float()[None, :]
+        dtype = self.c.dtype  # the model's (float32, or float64 where a test trains in it)
+        i, j = q_pos.to(dtype)[:, None], k_pos.to(dtype)[None, :]
         distance = i - j
-        start = k_pos.float().min()
+        start = k_pos.to(dtype).min()
         extent = torch.maximum(torch.maximum(i - start, j - start), self.threshold)  # (Tq, Tk)
         return torch.sign(distance) * self.psi(distance.abs()) / (self.psi(extent) + 1e-6)
 

@@ -33,6 +33,12 @@ LossFn = Callable[[nn.Module, Batch], tuple[torch.Tensor, int]]  # (model, batch
 SECTIONS = ("data", "model", "train", "eval")
 
 
+def loss_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Logits as a loss reads them: bf16 (autocast) rounded up to float32; float32 and float64 kept (a float64 model,
+    as tests train one, keeps float64 through its loss)."""
+    return logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
+
+
 @dataclass(frozen=True)
 class TaskConfig:
     """One task's validated sections plus its positional options for every scheme of the study."""

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from pelab.device import autocast
-from pelab.tasks.base import Batch, Task, TaskConfig
+from pelab.tasks.base import Batch, Task, TaskConfig, loss_logits
 from pelab.tasks.copy import data as copy_data
 from pelab.tasks.copy.config import CopyDataConfig, CopyEvalConfig, ModelConfig, TrainConfig
 from pelab.tasks.copy.data import CopyData, CopySplit
@@ -26,7 +26,7 @@ VAL_SHARE = 0.05  # of each length's training sequences: the validation split (w
 def copy_loss(model: CopyTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
     inputs, targets = batch
     logits, _ = model(inputs)  # (B, T, V)
-    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
+    return F.cross_entropy(loss_logits(logits.flatten(0, 1)), targets.flatten()), targets.numel()
 
 
 @torch.no_grad()

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from pelab.device import autocast
-from pelab.tasks.base import Batch, Task, TaskConfig
+from pelab.tasks.base import Batch, Task, TaskConfig, loss_logits
 from pelab.tasks.length import data as length_data
 from pelab.tasks.length.config import LengthDataConfig, LengthEvalConfig, LengthModelConfig, TrainConfig
 from pelab.tasks.length.data import LengthData
@@ -36,7 +36,7 @@ def length_loss(model: LengthTransformer, batch: Batch) -> tuple[torch.Tensor, t
     tokens, targets = batch
     logits, _ = model(tokens)  # (B, T, V)
     n_answer = (targets != IGNORE).sum()  # a tensor: reading it would sync the device every step
-    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE), n_answer
+    return F.cross_entropy(loss_logits(logits.flatten(0, 1)), targets.flatten(), ignore_index=IGNORE), n_answer
 
 
 def split_validation(data: LengthData) -> LengthData:

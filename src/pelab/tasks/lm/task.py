@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
-from pelab.tasks.base import Batch, Task, TaskConfig
+from pelab.tasks.base import Batch, Task, TaskConfig, loss_logits
 from pelab.tasks.lm import data as lm_data
 from pelab.tasks.lm.config import LMDataConfig, LMEvalConfig, LMTrainConfig, ModelConfig
 from pelab.tasks.lm.data import LMData
@@ -36,7 +36,7 @@ PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pe
 def lm_loss(model: SequenceTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
     inputs, targets = batch
     logits, _ = model(inputs)  # (B, L, V)
-    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
+    return F.cross_entropy(loss_logits(logits.flatten(0, 1)), targets.flatten()), targets.numel()
 
 
 def text_rows(stream: torch.Tensor, starts: torch.Tensor, length: int) -> torch.Tensor:

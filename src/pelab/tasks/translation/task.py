@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from pelab.device import autocast
-from pelab.tasks.base import Task, TaskConfig
+from pelab.tasks.base import Task, TaskConfig, loss_logits
 from pelab.tasks.translation import data as translation_data
 from pelab.tasks.translation.config import (
     Seq2SeqConfig,
@@ -65,7 +65,7 @@ def make_loss(label_smoothing: float):
         src, tgt_in, tgt_out = batch
         logits = model(src, tgt_in)  # (B, T, V)
         loss = F.cross_entropy(
-            logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=PAD_ID, label_smoothing=label_smoothing
+            loss_logits(logits.flatten(0, 1)), tgt_out.flatten(), ignore_index=PAD_ID, label_smoothing=label_smoothing
         )
         return loss, (tgt_out != PAD_ID).sum()  # a tensor: reading it would sync the device every step
 
@@ -81,7 +81,7 @@ def validation_loss(model: Seq2SeqTransformer, batches: list[tuple[torch.Tensor,
         src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
         with autocast(device):
             logits = model(src, tgt_in)
-        total += float(F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=PAD_ID,
+        total += float(F.cross_entropy(loss_logits(logits.flatten(0, 1)), tgt_out.flatten(), ignore_index=PAD_ID,
                                        reduction="sum"))
         count += int((tgt_out != PAD_ID).sum())
     return total / max(count, 1)
