@@ -10,6 +10,7 @@ import torch
 from click.testing import CliRunner
 from conftest import smoke_raw
 
+from pelab import io
 from pelab.cli import main
 from pelab.params import load_params, parse_params
 from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, check_scheme, scheme_names, scheme_options
@@ -265,17 +266,27 @@ def test_bad_hydra_input_is_one_line_and_nonzero(overrides: list[str], expected:
     assert result.stdout == ""
 
 
-def test_cli_run_trains_and_evaluates_one_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("task, scheme", [("copy", "alibi"), ("reverse", "rand_rope"), ("lm", "rope")])
+def test_cli_run_trains_and_evaluates_one_run_of_a_task_of_every_study(tmp_path: Path, task: str, scheme: str) -> None:
+    """`pelab run` puts the task and scheme in the lists of the task's own study (a length task's scheme in the length
+    study's schemes, the LM's in the LM study's), whatever params list for the other studies and their tuning."""
     import yaml
 
+    from pelab.studies import STUDIES, study_of
+    from pelab.tasks import TASKS
+
+    assert {study_of(TASKS[t].__module__).name for t in ("copy", "reverse", "lm")} == {s.name for s in STUDIES}
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump(smoke_raw()))
-    result = CliRunner().invoke(main, ["run", "--task", "copy", "--scheme", "alibi", "--seed", "2", "--device", "cpu",
-                                       "--params", str(params), "--out", str(tmp_path / "out")])
+    raw = smoke_raw()
+    raw["tune"] = {**raw.get("tune", {}), "tasks": ["copy"]}  # tuning another task is not this run's business
+    params.write_text(yaml.safe_dump(raw))
+    result = CliRunner().invoke(main, ["run", "--task", task, "--scheme", scheme, "--seed", "2", "--device", "cpu",
+                                       "--steps", "4", "--params", str(params), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("copy alibi seed 2 test: exact_match=") and len(lines) == 4
+    assert lines and all(line.startswith(f"{task} {scheme} seed 2 ") for line in lines), lines
     assert (tmp_path / "out/run/model.pt").exists() and (tmp_path / "out/results/records.jsonl").exists()
+    assert io.read_json(tmp_path / "out/run/run.json")["scheme"] == scheme
 
 
 def test_cli_summary_prints_the_headline_table_or_one_line(tmp_path: Path) -> None:

@@ -69,9 +69,10 @@ def test_every_profile_composes_into_valid_typed_configs(repo_root, tmp_path):
         assert isinstance(params.task("copy").data, CopyDataConfig)
         assert params.tasks[:2] == ("copy", "translation")
         assert params.tasks[2:] == (*composed["length_tasks"], *composed["lm_tasks"]) and composed["length_tasks"]
-        assert params.lm_tasks == ("lm",) and params.main_tasks == ("copy", "translation")
+        assert params.tasks_of("lm") == ("lm",) and params.main_tasks == ("copy", "translation")
+        assert params.studies["length"].schemes == tuple(composed["length_schemes"])
         for task in composed["length_tasks"]:  # every length task reads the one shared block
-            assert task not in composed and params.task(task).model == params.task(params.length_tasks[0]).model
+            assert task not in composed and params.task(task).model == params.task(params.tasks_of("length")[0]).model
 
 
 def test_each_task_reads_each_scheme_options_through_its_own_section(repo_root):
@@ -142,8 +143,7 @@ def test_the_report_reads_the_study_as_the_params_hold_it(repo_root, tmp_path):
 
     params = parse_params(compose_params(repo_root / "conf", []), check_cuda=False)
     study = Study(json.loads(json.dumps(params.to_dict())))
-    for name in ("profile", "schemes", "tasks", "seeds", "reference", "length_tasks", "length_schemes", "lm_tasks",
-                 "lm_schemes", "main_tasks"):
+    for name in ("profile", "schemes", "tasks", "seeds", "reference", "studies", "main_tasks"):
         assert getattr(study, name) == getattr(params, name), name
     assert len(params.tasks) >= 9 and study.schemes_of("lm") == params.schemes_of("lm")
     assert (tuple(study.tune.tasks), tuple(study.tune.scales), study.tune.seed) == (

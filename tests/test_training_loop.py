@@ -568,7 +568,7 @@ def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_p
     """The kept runs' fingerprint reads the training code's import closure (here in a copy of pelab): an edit to
     evaluation code or to another scheme's module leaves the kept seeds valid, an edit to training code makes them
     stale."""
-    import pelab.pipeline.closure as closure
+    import pelab.closure as closure
 
     package = tmp_path / "pelab"
     shutil.copytree(closure.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -588,3 +588,34 @@ def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_p
     shutil.rmtree(tmp_path / "runs")
     train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
     assert trained == [2, 1, 3]
+
+
+def test_editing_a_study_record_or_a_validation_message_retrains_no_kept_run(tmp_path, monkeypatch):
+    """A kept run's fingerprint reads what the run is trained from, not the params' validation or the study records
+    (``runner/train.py`` imports ``Params`` for type checking only): editing a record's description or a validation
+    message leaves the fingerprint of every (task, scheme) as it was; a training edit changes every one."""
+    import pelab.closure as closure
+    from pelab.positional import scheme_names
+    from pelab.tasks import task_names
+
+    package = tmp_path / "pelab"
+    shutil.copytree(closure.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(closure, "PACKAGE", package)
+    monkeypatch.setattr(closure, "SRC", tmp_path)
+    (tmp_path / "data").mkdir()
+    pairs = [(task, scheme) for task in task_names() for scheme in scheme_names()]
+
+    def fingerprints() -> list[str]:
+        return [fingerprint(tmp_path / "data", task, scheme) for task, scheme in pairs]
+
+    def edit(path: str, old: str, new: str) -> None:
+        text = (package / path).read_text()
+        assert old in text, old
+        (package / path).write_text(text.replace(old, new))
+
+    before = fingerprints()
+    edit("studies.py", 'about="the language-model study', 'about="the LM study, described anew')
+    edit("params.py", "seeds must be distinct", "every seed must be distinct")
+    assert fingerprints() == before
+    edit("training/loop.py", '"""', '"""A training edit. ', )
+    assert all(a != b for a, b in zip(before, fingerprints()))

@@ -162,13 +162,17 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
     from pelab.positional import check_scheme
     from pelab.runner.evaluate import evaluate_run
     from pelab.runner.train import train_run
+    from pelab.studies import STUDIES, study_of
     from pelab.tasks import get_task
 
     check_scheme(scheme)
     task = get_task(task_name)
     raw = copy.deepcopy(yaml.safe_load(Path(params_path).read_text()) or {})
-    raw["pe"] = {"schemes": [scheme]}
-    raw["tasks"], raw["length_tasks"], raw["lm_tasks"] = [task_name], [], []  # this one task, whichever study
+    home = study_of(type(task).__module__)
+    for study in STUDIES:  # this one task and scheme, in the lists of the task's own study; no other study, no tuning
+        study.set(raw, study.tasks_key, [task_name] if study is home else [])
+        study.set(raw, study.tune_key, [])
+    home.set(raw, home.schemes_key, [scheme])
     raw["seeds"] = [seed]
     if steps is not None:
         raw.setdefault(task.params_section, {}).setdefault("train", {})["steps"] = steps

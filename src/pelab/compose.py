@@ -16,6 +16,7 @@ def compose_params(conf_dir: str | Path = "conf", overrides: list[str] | None = 
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    register_resolvers()
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base=None):
             cfg = compose(config_name="config", overrides=list(overrides or []))
@@ -24,10 +25,47 @@ def compose_params(conf_dir: str | Path = "conf", overrides: list[str] | None = 
         raise ValueError(_one_line(str(err), overrides or [])) from None
 
 
+STUDY_LISTS_KEY = "study_lists"  # conf/config.yaml's key resolved by ``checked_study_lists``
+
+
+def checked_study_lists(*, _root_: Any) -> str:
+    """The resolver of conf/config.yaml's ``study_lists``: "checked", or one line where a task is listed in two
+    studies' lists (``-S 'tasks=[reverse]'`` beside the length study's ``reverse``). DVC composes params.yaml and then
+    reads every pipeline file, where such a task would be two stages writing one folder, and stops in its own words
+    before any stage runs; this stops composition first, in pelab's (the check stage names every other bad list).
+    Imports task code only when a task is listed twice, to name the study it belongs to."""
+    from omegaconf import OmegaConf
+
+    from pelab.studies import STUDIES
+
+    raw = OmegaConf.to_container(_root_, resolve=False)
+    raw.pop(STUDY_LISTS_KEY, None)
+    listed: dict[str, str] = {}
+    for study in STUDIES:
+        for task in study.values(raw, study.tasks_key):
+            if task in listed:
+                from pelab.params import check_task_in
+
+                for name in (listed[task], study.name):
+                    check_task_in(next(s for s in STUDIES if s.name == name), task)
+                raise ValueError(f"task {task!r} is listed twice, in {listed[task]} and {study.tasks_key}")
+            listed[task] = study.name
+    return "checked"
+
+
+def register_resolvers() -> None:
+    """Register ``checked_study_lists`` with OmegaConf as ``pelab_study_lists`` (for pelab's own composition here,
+    and in DVC's through ``hydra_plugins/pelab_resolvers.py``)."""
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("pelab_study_lists", checked_study_lists, replace=True)
+
+
 def _one_line(message: str, overrides: list[str]) -> str:
     """Hydra's multi-line message -> its first line plus the valid choices it lists."""
     lines = [line.strip() for line in message.strip().splitlines()]
-    text = f"bad override in {overrides}: {' '.join(lines[0].split())}"
+    first = " ".join(lines[0].split()).removeprefix("ValueError raised while resolving interpolation: ")
+    text = f"bad override in {overrides}: {first}"
     if any(line.startswith("Available options") for line in lines):
         start = next(i for i, line in enumerate(lines) if line.startswith("Available options")) + 1
         choices = []

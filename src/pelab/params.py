@@ -15,7 +15,7 @@ import yaml
 
 from pelab.config import check_device
 from pelab.positional import check_scheme, scheme_names, scheme_options
-from pelab.studies import STUDIES, StudyLists, StudyRecord, study_of
+from pelab.studies import STUDIES, StudyLists, StudyRecord, StudyValues, study_of
 from pelab.tasks import get_task, task_names
 from pelab.tasks.base import TaskConfig
 
@@ -28,7 +28,7 @@ class Tuning:
 
     scales: tuple[float, ...] = (0.5, 1.0, 2.0)
     seed: int = 0
-    tasks: tuple[str, ...] = ()  # main, length and LM tasks together (params lists them per study, for dvc.yaml)
+    tasks: tuple[str, ...] = ()  # every study's tuned tasks together (params lists them per study, for dvc.yaml)
 
 
 @dataclass(frozen=True)
@@ -36,16 +36,11 @@ class Params(StudyLists):
     """The whole of params.yaml, validated. ``task(name)`` is one task's typed configuration."""
 
     profile: str
-    schemes: tuple[str, ...]
-    tasks: tuple[str, ...]
+    studies: dict[str, StudyValues]  # each study's tasks and schemes, keyed by its record's name, in record order
     seeds: tuple[int, ...]
     device: str
     reference: str  # the scheme every other is compared against, declared before the run (no post-hoc "best")
     task_configs: dict[str, TaskConfig]
-    length_tasks: tuple[str, ...] = ()  # the length study's tasks (also in ``tasks``)
-    length_schemes: tuple[str, ...] = ()  # the length study's schemes
-    lm_tasks: tuple[str, ...] = ()  # the language-model study's task (also in ``tasks``)
-    lm_schemes: tuple[str, ...] = ()  # the language-model study's schemes
     tune: Tuning = field(default_factory=Tuning)
 
     def at_lr_scale(self, task: str, scale: float) -> Params:
@@ -63,10 +58,9 @@ class Params(StudyLists):
             return {**{s: asdict(getattr(cfg, s)) for s in ("data", "model", "train", "eval")},
                     "positional": {scheme: asdict(options) for scheme, options in cfg.positional.items()}}
 
-        return {"profile": self.profile, "schemes": list(self.schemes), "tasks": list(self.tasks),
-                "seeds": list(self.seeds), "reference": self.reference,
-                "length_tasks": list(self.length_tasks), "length_schemes": list(self.length_schemes),
-                "lm_tasks": list(self.lm_tasks), "lm_schemes": list(self.lm_schemes),
+        return {"profile": self.profile, "seeds": list(self.seeds), "reference": self.reference,
+                "studies": {name: {"tasks": list(v.tasks), "schemes": list(v.schemes)}
+                            for name, v in self.studies.items()},
                 "tune": {"scales": list(self.tune.scales), "seed": self.tune.seed, "tasks": list(self.tune.tasks)},
                 "task_configs": {name: task_dict(cfg) for name, cfg in self.task_configs.items()}}
 
@@ -84,7 +78,7 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         return names
 
     # each study's tasks and schemes, at the params keys its record names (pelab.studies.STUDIES)
-    lists: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    lists: dict[str, StudyValues] = {}
     for study in STUDIES:
         study_tasks = tuple(str(t) for t in study.values(raw, study.tasks_key))
         for name in study_tasks:
@@ -94,20 +88,18 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
             raise ValueError(f"{study.schemes_key} is empty while {study.tasks_key} is not; list at least one scheme, "
                              f"e.g. '{study.schemes_key}=[none,rope]', or leave the study out with "
                              f"'{study.tasks_key}=[]'")
-        lists[study.name] = (study_tasks, study_schemes)
-    (main_tasks, schemes), (length_tasks, length_schemes), (lm_tasks, lm_schemes) = (
-        lists["main"], lists["length"], lists["lm"])
+        lists[study.name] = StudyValues(study_tasks, study_schemes)
     seeds = tuple(raw.get("seeds") or ())
     if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
-    tasks = tuple(t for study_tasks, _ in lists.values() for t in study_tasks)  # every study's, in record order
+    tasks = tuple(t for values in lists.values() for t in values.tasks)  # every study's, in record order
+    keys = " + ".join(s.tasks_key for s in STUDIES)
     if not tasks:
-        raise ValueError(f"tasks, length_tasks and lm_tasks are empty; list at least one of: "
-                         f"{', '.join(task_names())}")
+        raise ValueError(f"{keys} are empty; list at least one of: {', '.join(task_names())}")
     if len(set(tasks)) != len(tasks):
-        raise ValueError(f"a task is listed twice in tasks + length_tasks + lm_tasks: {list(tasks)}")
+        raise ValueError(f"a task is listed twice in {keys}: {list(tasks)}")
     device = str(raw.get("device", "auto"))
     check_device(device) if check_cuda else None
     reference = str(raw.get("reference", "sinusoidal"))
@@ -124,13 +116,12 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         if task.section is not None and name in raw:
             raise ValueError(f"params section {name!r}: task {name!r} reads the {task.section!r} section; move its "
                              f"settings there")
-        study_schemes = next(study_schemes for study_tasks, study_schemes in lists.values() if name in study_tasks)
+        study_schemes = next(v.schemes for v in lists.values() if name in v.tasks)
         task_configs[name] = task.config(raw.get(task.params_section), study_schemes, positional_raw)
     return Params(
-        profile=str(raw.get("profile", "custom")), schemes=schemes, tasks=tasks, seeds=seeds, device=device,
+        profile=str(raw.get("profile", "custom")), studies=lists, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,
-        length_tasks=length_tasks, length_schemes=length_schemes, lm_tasks=lm_tasks, lm_schemes=lm_schemes,
-        tune=parse_tuning(raw.get("tune"), {s.tune_key.removeprefix("tune."): lists[s.name][0] for s in STUDIES}),
+        tune=parse_tuning(raw.get("tune"), {tune_list(s): lists[s.name].tasks for s in STUDIES}),
     )
 
 
@@ -149,16 +140,19 @@ def check_task_in(study: StudyRecord, name: str) -> None:
     raise ValueError(f"unknown task {name!r}; valid choices: {', '.join(mine)}")
 
 
-TUNE_LISTS = tuple(s.tune_key.removeprefix("tune.") for s in STUDIES)  # params tune.<list>: each study's tuned tasks
+def tune_list(study: StudyRecord) -> str:
+    """The key under params ``tune`` of ``study``'s tuned tasks (``tasks`` for ``tune.tasks``)."""
+    return study.tune_key.removeprefix("tune.")
 
 
 def parse_tuning(raw: dict[str, Any] | None, studies: dict[str, tuple[str, ...]]) -> Tuning:
-    """Validate params ``tune``; ``studies``: each tune list's study tasks (``tune.tasks`` must be a subset of
-    ``tasks``, ``tune.length_tasks`` of ``length_tasks``, ``tune.lm_tasks`` of ``lm_tasks``)."""
+    """Validate params ``tune``; ``studies``: each tune list's study tasks (``tune.<list>`` must be a subset of the
+    study's tasks: ``tune.tasks`` of ``tasks``, and so on for every study)."""
     raw = dict(raw or {})
-    unknown = sorted(set(raw) - {"scales", "seed", *TUNE_LISTS})
+    tune_lists = [tune_list(s) for s in STUDIES]
+    unknown = sorted(set(raw) - {"scales", "seed", *tune_lists})
     if unknown:
-        raise ValueError(f"unknown key(s) {unknown} in tune; valid keys: {', '.join(['scales', 'seed', *TUNE_LISTS])}")
+        raise ValueError(f"unknown key(s) {unknown} in tune; valid keys: {', '.join(['scales', 'seed', *tune_lists])}")
     scales = tuple(raw.get("scales") or Tuning.scales)
     if not all(isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 for s in scales):
         raise ValueError(f"tune.scales must be numbers > 0 (multiples of each task's train.lr), got {list(scales)}")
@@ -169,7 +163,7 @@ def parse_tuning(raw: dict[str, Any] | None, studies: dict[str, tuple[str, ...]]
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"tune.seed must be an integer >= 0, got {seed!r}")
     tuned: list[str] = []
-    for key in TUNE_LISTS:
+    for key in tune_lists:
         for name in (str(t) for t in raw.get(key) or ()):
             if name not in studies[key]:
                 raise ValueError(f"tune.{key} lists {name!r}, which is not in {key}; valid choices: "

@@ -9,28 +9,49 @@ from dataclasses import dataclass
 from typing import Any
 
 
-class StudyLists:
-    """Needs ``schemes``, ``tasks``, ``length_tasks``, ``length_schemes``, ``lm_tasks``, ``lm_schemes`` and
-    ``task_configs`` ({task: its configuration})."""
+@dataclass(frozen=True)
+class StudyValues:
+    """One study's lists as params give them: its tasks and the schemes each of them runs."""
 
-    schemes: tuple[str, ...]
-    tasks: tuple[str, ...]
-    length_tasks: tuple[str, ...]
-    length_schemes: tuple[str, ...]
-    lm_tasks: tuple[str, ...]
-    lm_schemes: tuple[str, ...]
+    tasks: tuple[str, ...] = ()
+    schemes: tuple[str, ...] = ()
+
+
+class StudyLists:
+    """Needs ``studies`` ({record name: ``StudyValues``}, in the order of ``STUDIES``) and ``task_configs`` ({task:
+    its configuration}). Every reader of a study's lists goes through here, looping over the records' names."""
+
+    studies: dict[str, StudyValues]
     task_configs: dict[str, Any]
 
-    def schemes_of(self, task: str) -> tuple[str, ...]:
-        """The schemes ``task`` is run with: ``length_schemes`` for the length study, ``lm_schemes`` for the LM
-        study, else ``pe.schemes``."""
-        if task in self.length_tasks:
-            return self.length_schemes
-        return self.lm_schemes if task in self.lm_tasks else self.schemes
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Every study's tasks, in record order."""
+        return tuple(task for values in self.studies.values() for task in values.tasks)
+
+    @property
+    def schemes(self) -> tuple[str, ...]:
+        """The main study's schemes (params ``pe.schemes``)."""
+        return self.studies[STUDIES[0].name].schemes
 
     @property
     def main_tasks(self) -> tuple[str, ...]:
-        return tuple(t for t in self.tasks if t not in self.length_tasks and t not in self.lm_tasks)
+        return self.tasks_of(STUDIES[0].name)
+
+    def tasks_of(self, study: str) -> tuple[str, ...]:
+        """The tasks of the study named ``study`` (() where params leave it out)."""
+        return self.studies.get(study, StudyValues()).tasks
+
+    def home_of(self, task: str) -> str:
+        """The name of the study that lists ``task``."""
+        for name, values in self.studies.items():
+            if task in values.tasks:
+                return name
+        raise ValueError(f"task {task!r} is in no study's list; valid choices: {', '.join(self.tasks)}")
+
+    def schemes_of(self, task: str) -> tuple[str, ...]:
+        """The schemes ``task`` is run with: those of its own study."""
+        return self.studies[self.home_of(task)].schemes
 
     def task(self, name: str) -> Any:
         if name not in self.task_configs:
@@ -52,16 +73,31 @@ class StudyRecord:
     files save time (``benchmarks/results/pipeline_files.md``)."""
 
     name: str
-    tasks_key: str  # the params list of its tasks
-    schemes_key: str  # the params list of its schemes (dotted)
-    select: str  # the override that runs a subset of its schemes (`pe=[rope,t5]`: pe is a config group)
-    tune_key: str  # the params list of its tuned tasks (a subset of tasks_key)
-    package: str | None  # the task package (pelab/tasks/<package>) and params section every task shares; None:
-    # each task is its own package and section
-    suffix: str  # its stage groups: prepare<suffix>, run<suffix>, tune<suffix>
+    # the params keys below follow from the name (``<name>_tasks``, ``<name>_schemes``, ``tune.<name>_tasks``, stage
+    # groups ``prepare_<name>``, …); a record sets one only to differ (the main study keeps the reference documents'
+    # ``tasks`` and ``pe.schemes``)
+    tasks_key: str = ""  # the params list of its tasks
+    schemes_key: str = ""  # the params list of its schemes (dotted)
+    select: str = ""  # the override that runs a subset of its schemes (`pe=[rope,t5]`: pe is a config group)
+    tune_key: str = ""  # the params list of its tuned tasks (a subset of tasks_key)
+    package: str | None = ""  # its tasks' package (pelab/tasks/<package>, or a top-level package of that name) and
+    # the params section every task shares, default: the name; None: each task is its own package and section
+    suffix: str | None = None  # its stage groups: prepare<suffix>, run<suffix>, tune<suffix>
     corpora: tuple[str, ...] = ()  # folders of the repository its prepare stage reads
     per_scheme: bool = True  # one run and tune stage per (task, scheme); False: one per task, every scheme in it
+    title: str = ""  # how the report's header names it ("length study"); "" for the main study
     about: str = ""  # one line for the pipeline file's header
+
+    def __post_init__(self) -> None:
+        derived = {"tasks_key": f"{self.name}_tasks", "schemes_key": f"{self.name}_schemes",
+                   "tune_key": f"tune.{self.name}_tasks", "package": self.name}
+        for key, value in derived.items():
+            if getattr(self, key) == "":
+                object.__setattr__(self, key, value)
+        if not self.select:
+            object.__setattr__(self, "select", self.schemes_key)
+        if self.suffix is None:
+            object.__setattr__(self, "suffix", f"_{self.name}")
 
     def pipeline(self, kind: str) -> str:
         """The file of ``kind``'s stage group (``STAGE_KINDS``)."""
@@ -84,7 +120,7 @@ class StudyRecord:
         the tasks of ``pelab.tasks.<package>``, the main study every other (a task registered from outside
         ``pelab.tasks`` too)."""
         parts = task_module.split(".")
-        folder = parts[2] if parts[:2] == ["pelab", "tasks"] and len(parts) > 2 else None
+        folder = (parts[2] if len(parts) > 2 else None) if parts[:2] == ["pelab", "tasks"] else parts[0]
         packages = {s.package for s in STUDIES if s.package}
         return folder == self.package if self.package else folder not in packages
 
@@ -99,19 +135,39 @@ class StudyRecord:
         """Its schemes in composed ``params``; [] when it has no task there (the study is off)."""
         return self.values(params, self.schemes_key) if self.values(params, self.tasks_key) else []
 
+    def set(self, params: dict[str, Any], key: str, value: list[str]) -> None:
+        """Set the list at dotted ``key`` of raw ``params`` to ``value`` (in place)."""
+        *parents, last = key.split(".")
+        node = params
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = list(value)
 
-STUDIES = (
-    StudyRecord("main", "tasks", "pe.schemes", "pe", "tune.tasks", None, "", corpora=("corpora",),
-          about="the main study: copy and Multi30k translation, every scheme of `pe.schemes`"),
-    StudyRecord("length", "length_tasks", "length_schemes", "length_schemes", "tune.length_tasks", "length", "_length",
-          per_scheme=False,  # its runs are small: one stage per task
-          about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
-    StudyRecord("lm", "lm_tasks", "lm_schemes", "lm_schemes", "tune.lm_tasks", "lm", "_lm", corpora=("corpora/lm",),
-          about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
-)
+
+# The studies, in order (the first is the main study). A new study is one record here (its keys follow from its name),
+# a task package, and its lists and section in conf/ (docs/extending.md, "Adding a study"); a test or plugin may
+# append one.
+STUDIES: list[StudyRecord] = [
+    StudyRecord("main", tasks_key="tasks", schemes_key="pe.schemes", select="pe", tune_key="tune.tasks",
+                package=None, suffix="", corpora=("corpora",),
+                about="the main study: copy and Multi30k translation, every scheme of `pe.schemes`"),
+    StudyRecord("length", per_scheme=False,  # its runs are small: one stage per task
+                title="length study",
+                about="the length-generalisation study (pelab/tasks/length): trained at lengths up to N, scored to 2N"),
+    StudyRecord("lm", corpora=("corpora/lm",), title="LM study",
+                about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
+]
 STAGE_KINDS = ("prepare", "run", "tune")  # a task's data; a (task, scheme)'s (or task's) runs, scored; tuned, scored
 
 
 def study_of(task_module: str) -> StudyRecord:
     """The study of the task whose class lives in ``task_module``."""
     return next(s for s in STUDIES if s.owns(task_module))
+
+
+def record(name: str) -> StudyRecord:
+    """The record of the study named ``name``."""
+    for study in STUDIES:
+        if study.name == name:
+            return study
+    raise ValueError(f"unknown study {name!r}; valid choices: {', '.join(s.name for s in STUDIES)}")

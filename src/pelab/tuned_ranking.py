@@ -81,10 +81,9 @@ def task_ranking(params: Params, task: str, runs_root: Path, results_root: Path)
 def tuning_table(params: Params, runs_root: Path, results_root: Path) -> dict[str, Any]:
     """What ``reports/tuning.json`` holds (``tasks`` empty when params tune no task)."""
     tasks = {task: task_ranking(params, task, runs_root, results_root) for task in params.tune.tasks}
-    studies = {"main": params.main_tasks, "length": params.length_tasks, "lm": params.lm_tasks}
     mrr: dict[str, Any] = {}
-    for study, members in studies.items():
-        tuned = [t for t in members if t in tasks]
+    for study, values in params.studies.items():
+        tuned = [t for t in values.tasks if t in tasks]
         if tuned:
             mrr[study] = {"tasks": tuned, **{way: {s: sum(1 / tasks[t]["ranks"][f"{way}_mean"][s] for t in tuned)
                                                    / len(tuned) for s in params.schemes_of(tuned[0])}

@@ -6,7 +6,7 @@ and the root ``dvc.yaml`` (aggregate and report over every study, the plots). On
 file keeps its own ``dvc.lock`` and DVC rewrites the whole lock after every stage: a cost that grows with the file,
 so with the square of the stages in it (``benchmarks/results/suite_time.md``).
 
-A stage's code dependencies are the import closure of its script (``pelab.pipeline.closure``) over every task of
+A stage's code dependencies are the import closure of its script (``pelab.closure``) over every task of
 the study and every registered scheme, written with ``${item.task}`` and ``${item.scheme}`` where a path is the
 item's own (``src/pelab/tasks/copy`` → ``src/pelab/tasks/${item.task}``), and as one folder where the closure holds
 every file in it.
@@ -21,12 +21,12 @@ from typing import Any
 
 import yaml
 
-from pelab.pipeline.closure import PACKAGE, ROOT, closure
+from pelab.closure import PACKAGE, ROOT, closure
 from pelab.studies import STAGE_KINDS, STUDIES, StudyRecord, study_of
 
 HEADER = """\
 # Written by `pelab pipeline` from the study records (src/pelab/studies.py) and each stage's import closure
-# (src/pelab/pipeline/closure.py): edit those, then run `pelab pipeline`; tests/test_dvc_deps.py fails when
+# (src/pelab/closure.py): edit those, then run `pelab pipeline`; tests/test_dvc_deps.py fails when
 # this file is not what that command writes. Every path a stage reads or writes is named here.
 """
 TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
@@ -141,7 +141,19 @@ def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: boo
                         for p in found}
     if per_task:
         entries = {_widen(e, tasks, task_var) for e in entries}
-    return _ordered(entries)
+    return _ordered(_compress_union(entries))
+
+
+def _compress_union(entries: set[str]) -> set[str]:
+    """``entries`` with each folder of pelab whose every file is among the union of the plain (untemplated) entries as
+    the folder: the union over tasks and schemes may cover a folder that no one closure covers (a stage running
+    every scheme depends on every module of ``pelab/positional``: one entry, not twenty)."""
+    templated = {e for e in entries if "${" in e}
+    files: set[Path] = set()
+    for entry in entries - templated:
+        path = ROOT / entry
+        files |= set(_files_under(path)) if path.is_dir() else {path}
+    return templated | {p.relative_to(ROOT).as_posix() for p in compress(files)}
 
 
 def _widen(entry: str, tasks: Iterable[str], task_var: str) -> str:

@@ -24,6 +24,7 @@ from pelab.report.context import ReportContext
 from pelab.report.render import render
 from pelab.report.study import Study
 from pelab.report.style import setup
+from pelab.studies import STUDIES
 
 
 def _copy_only(section: Callable[[ReportContext], list[str]]) -> Callable[[ReportContext], list[str]]:
@@ -49,9 +50,10 @@ SECTIONS: list[Callable[[ReportContext], list[str]]] = [
 
 def header(ctx: ReportContext) -> list[str]:
     params = ctx.params
-    return render("header.md", date=_dt.date.today().isoformat(), profile=params.profile, tasks=params.main_tasks,
-                  schemes=ctx.schemes, length_tasks=params.length_tasks, length_schemes=params.length_schemes,
-                  lm=bool(params.lm_tasks), lm_schemes=params.lm_schemes, seeds=ctx.seeds, reference=params.reference)
+    clauses = [{"title": study.title, "tasks": params.tasks_of(study.name),
+                "schemes": params.studies[study.name].schemes} for study in STUDIES if params.tasks_of(study.name)]
+    return render("header.md", date=_dt.date.today().isoformat(), profile=params.profile, studies=clauses,
+                  seeds=ctx.seeds, reference=params.reference)
 
 
 def build_report(

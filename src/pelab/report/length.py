@@ -15,13 +15,14 @@ from pelab.report.style import draw_by_length
 from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
 
+STUDY = "length"  # the study this section reports (its record in pelab.studies)
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
 
 def reading(ctx: ReportContext, task: str, chance: float) -> str:
     """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at ``chance`` (per
     answer symbol)."""
-    schemes, records = list(ctx.params.length_schemes), ctx.records
+    schemes, records = list(ctx.params.schemes_of(task)), ctx.records
     beyond = {s: seed_summary(records, task, s, "beyond", "token_accuracy")["mean"] for s in schemes}
     inside = {s: seed_summary(records, task, s, "in", "exact_match")["mean"] for s in schemes}
     best = max(beyond, key=beyond.get)
@@ -45,11 +46,11 @@ def is_recall(task: str) -> bool:
 
 
 def section(ctx: ReportContext) -> list[str]:
-    tasks = [t for t in ctx.params.length_tasks if ctx.has_task(t)]
+    tasks = [t for t in ctx.params.tasks_of(STUDY) if ctx.has_task(t)]
     if not tasks:
         return []
     records, variants = with_variants(ctx.records[ctx.records["task"].isin(tasks)])
-    schemes = list(ctx.params.length_schemes)
+    schemes = list(ctx.params.schemes_of(tasks[0]))
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: ctx.fact(t, "chance") for t in tasks}  # per answer symbol, as evaluation recorded it

@@ -19,7 +19,7 @@ def _loss(values: list[float]) -> str:
 
 def section(ctx: ReportContext) -> list[str]:
     params, rows, improving, overfitting = ctx.params, [], [], []
-    for task in (*params.main_tasks, *params.length_tasks, *params.lm_tasks):
+    for task in params.tasks:  # every study's, in record order
         for scheme in params.schemes_of(task):
             chosen = selection(ctx.records, task, scheme)
             if chosen is None:

@@ -1,6 +1,6 @@
 """The study the report describes, read from ``reports/study.json`` (written by the aggregate stage from the
 validated params, ``pelab.params.Params.to_dict``): the same names as ``Params`` — ``profile``, ``schemes``,
-``tasks``, ``seeds``, ``reference``, the length and LM studies' lists, ``main_tasks`` and ``task(name)`` with its
+``tasks``, ``seeds``, ``reference``, every study's lists (``studies``), ``main_tasks`` and ``task(name)`` with its
 ``data``, ``model``, ``train`` and ``eval`` sections and ``options(scheme)`` — as plain data, so the report needs
 no task code to know the study."""
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from pelab.positional import scheme_options
-from pelab.studies import StudyLists
+from pelab.studies import StudyLists, StudyValues
 
 
 def _namespace(value: Any) -> Any:
@@ -39,8 +39,8 @@ class Study(StudyLists):
     def __init__(self, raw: dict[str, Any]) -> None:
         self.profile: str = raw["profile"]
         self.reference: str = raw["reference"]
-        for name in ("schemes", "tasks", "seeds", "length_tasks", "length_schemes", "lm_tasks", "lm_schemes"):
-            setattr(self, name, tuple(raw[name]))
+        self.seeds: tuple[int, ...] = tuple(raw["seeds"])
+        self.studies = {name: StudyValues(tuple(v["tasks"]), tuple(v["schemes"])) for name, v in raw["studies"].items()}
         self.tune = _namespace(raw.get("tune") or {"scales": [1.0], "seed": 0, "tasks": []})
         self.task_configs = {name: TaskView(name, cfg) for name, cfg in raw["task_configs"].items()}
 

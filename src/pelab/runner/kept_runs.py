@@ -27,19 +27,18 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 def fingerprint_sources(task: str, scheme: str) -> list[Path]:
     """The pelab modules a kept run of ``task`` and ``scheme`` is trained from: the import closure of the training
     code (``pelab.runner.train``) for that task and scheme, the same rule that writes the training stages' deps in
-    dvc.yaml (``pelab.pipeline.closure``). An evaluation edit, or an edit to another scheme's module, never
-    retrains a kept run; the tuning stage's choice of rate is in the run's identity."""
-    from pelab.pipeline.closure import PACKAGE, closure
+    dvc.yaml (``pelab.closure``). An evaluation edit, or an edit to another scheme's module, never retrains a kept
+    run; the tuning stage's choice of rate is in the run's identity."""
+    from pelab.closure import PACKAGE, closure
 
-    tooling = PACKAGE / "pipeline"  # the closure rule itself, imported here: not what a run is trained from
-    return sorted(p for p in closure(PACKAGE / "runner/train.py", task, scheme, evaluation=False)
-                  if tooling not in p.parents)
+    rule = PACKAGE / "closure.py"  # the closure rule itself, imported here: not what a run is trained from
+    return sorted(p for p in closure(PACKAGE / "runner/train.py", task, scheme, evaluation=False) if p != rule)
 
 
 def fingerprint(data_dir: str | Path, task: str, scheme: str) -> str:
     """sha256 of the prepared data's files, of ``fingerprint_sources``, and of torch's version: a kept run trained
     under another one is retrained."""
-    from pelab.pipeline.closure import PACKAGE
+    from pelab.closure import PACKAGE
 
     digest = hashlib.sha256(torch.__version__.encode())
     sources = fingerprint_sources(task, scheme)

@@ -7,13 +7,13 @@ import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from pelab import io
 from pelab.config import to_dict
 from pelab.device import pick_device, precision, use_deterministic_algorithms
-from pelab.params import Params
 from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, check_scheme, draws_positions
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.kept_runs import KeptRuns, fingerprint
@@ -22,6 +22,9 @@ from pelab.tasks import get_task
 from pelab.training.accounting import run_cost
 from pelab.training.loop import TrainResult, train
 from pelab.seeding import seeded
+
+if TYPE_CHECKING:  # not imported at run time: params.py and the study records are not what a run is trained from
+    from pelab.params import Params
 
 # every run's weights are those of its logged step of lowest validation loss (training.loop.BestWeights)
 SELECTED_ON = "val_loss"

@@ -19,14 +19,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pelab import io
 from pelab.io import CHOICE_FILE
-from pelab.params import Params
 from pelab.runner.train import draws_random_numbers, train_runs
 from pelab.tasks import get_task
 from pelab.training.loop import DivergedError
+
+if TYPE_CHECKING:  # annotations only: params.py and the study records are not what a run is trained from
+    from pelab.params import Params
 
 
 def scale_name(scale: float) -> str:

@@ -145,7 +145,7 @@ class Task(ABC):
                     raise ValueError(f"task {self.name!r}, scheme {scheme!r}: {err}") from None
                 if isinstance(pe, RandomizedPositions) and not self.draws_positions:
                     raise ValueError(f"scheme {scheme!r} randomizes positions, which task {self.name!r} does not "
-                                     "support; use it in the length study (length_schemes)")
+                                     "support; use it in a study whose tasks draw positions (the length and LM studies)")
 
     # ------------------------------------------------------------------------------------------- data
     @abstractmethod

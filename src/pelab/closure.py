@@ -1,4 +1,6 @@
-"""What a stage executes, read from the imports of its script: the files an edit to which must re-run it.
+"""What a piece of code executes, read from its imports: the files an edit to which must re-run it. Read by the
+pipeline's writer (a stage's code dependencies, ``pelab.pipeline.write``) and by the kept runs (what a run was trained
+from, ``pelab.runner.kept_runs``); it imports neither.
 
 Imports are followed at module level and inside functions, never under ``if TYPE_CHECKING``, with three cuts that
 follow meaning:
@@ -18,7 +20,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]  # src/pelab
+PACKAGE = Path(__file__).resolve().parent  # src/pelab
 SRC = PACKAGE.parent
 ROOT = SRC.parent  # the repository: stages/ and src/
 EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
