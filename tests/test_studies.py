@@ -1,0 +1,104 @@
+"""A new study is one record: every reader of the studies' lists loops over ``pelab.studies.STUDIES``, so a fourth
+record (here with the tests' tiny reverse task as its one task) is written into the pipeline, dealt by `pelab
+parallel`, validated with its own schemes and named in the report's header with nothing else edited."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from conftest import smoke_raw
+
+from pelab.params import parse_params
+from pelab.studies import STUDIES, StudyRecord, record
+from pelab.tasks import TASKS
+
+TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
+        "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
+        "train": {"steps": 6, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 3},
+        "eval": {}}
+
+
+@pytest.fixture
+def fourth_study():
+    """The record ``StudyRecord("tiny_reverse", …)``: its keys follow from its name, its task package is the tests'
+    top-level ``tiny_reverse``."""
+    from tiny_reverse.task import ReverseTask
+
+    study = StudyRecord("tiny_reverse", title="tiny study", about="a fourth study, added by a test")
+    TASKS["tiny_reverse"] = ReverseTask
+    STUDIES.append(study)
+    yield study
+    STUDIES.remove(study)
+    TASKS.pop("tiny_reverse")
+
+
+def fourth_raw(**changes) -> dict:
+    raw = smoke_raw(**{"tiny_reverse_tasks": ["tiny_reverse"], "tiny_reverse_schemes": ["none", "rope"], **changes})
+    raw["tiny_reverse"] = TINY
+    return raw
+
+
+def test_a_record_derives_its_keys_from_its_name_and_the_main_study_keeps_its_own():
+    length = record("length")
+    assert (length.tasks_key, length.schemes_key, length.select, length.tune_key, length.package, length.suffix) == (
+        "length_tasks", "length_schemes", "length_schemes", "tune.length_tasks", "length", "_length")
+    main = record("main")
+    assert (main.tasks_key, main.schemes_key, main.select, main.tune_key, main.package, main.suffix) == (
+        "tasks", "pe.schemes", "pe", "tune.tasks", None, "")
+    with pytest.raises(ValueError, match=r"^unknown study 'nope'; valid choices: main, length, lm$"):
+        record("nope")
+
+
+def test_a_fourth_study_is_validated_with_its_own_schemes(fourth_study):
+    assert fourth_study.tasks_key == "tiny_reverse_tasks" and fourth_study.stage("run") == "run_tiny_reverse"
+    params = parse_params(fourth_raw(), check_cuda=False)
+    assert params.schemes_of("tiny_reverse") == ("none", "rope")
+    assert params.schemes_of("copy") == params.schemes and params.tasks[-1] == "tiny_reverse"
+    assert params.home_of("tiny_reverse") == "tiny_reverse" and params.tasks_of("tiny_reverse") == ("tiny_reverse",)
+    with pytest.raises(ValueError, match=r"^task 'tiny_reverse' is in tasks but belongs to the tiny_reverse study; "
+                                         r"list it in tiny_reverse_tasks$"):
+        parse_params({**fourth_raw(tiny_reverse_tasks=[]), "tasks": ["copy", "tiny_reverse"]}, check_cuda=False)
+    tuned = parse_params(fourth_raw(tune={"tiny_reverse_tasks": ["tiny_reverse"]}), check_cuda=False)
+    assert tuned.tune.tasks == ("tiny_reverse",)
+
+
+def test_a_fourth_study_s_stages_are_written_into_its_own_pipeline_files(fourth_study):
+    from pelab.pipeline.write import pipeline_files
+
+    files = pipeline_files()
+    for kind in ("prepare", "run", "tune"):
+        stages = yaml.safe_load(files[f"pipelines/tiny_reverse/{kind}/dvc.yaml"])["stages"]
+        assert list(stages) == [f"{kind}_tiny_reverse"]
+    run = yaml.safe_load(files["pipelines/tiny_reverse/run/dvc.yaml"])["stages"]["run_tiny_reverse"]
+    assert run["matrix"]["task"] == "${tiny_reverse_tasks}" and run["matrix"]["scheme"] == "${tiny_reverse_schemes}"
+    assert "tiny_reverse.model" in run["params"] and "tiny_reverse_schemes" not in run["params"]
+    prepare = yaml.safe_load(files["pipelines/tiny_reverse/prepare/dvc.yaml"])["stages"]["prepare_tiny_reverse"]
+    assert prepare["foreach"] == "${tiny_reverse_tasks}" and prepare["do"]["outs"] == ["data/${item}"]
+    assert "tiny_reverse_tasks" in yaml.safe_load(files["dvc.yaml"])["stages"]["check"]["params"]
+
+
+def test_a_fourth_study_is_dealt_into_the_shards_of_pelab_parallel(fourth_study):
+    from pelab.parallel import shard_overrides
+
+    composed = {"tasks": ["copy"], "pe": {"schemes": ["none"]}, "tiny_reverse_tasks": ["tiny_reverse"],
+                "tiny_reverse_schemes": ["none", "rope"]}
+    shards = shard_overrides(composed, 3)
+    assert shards == [["pe=[none]", "length_tasks=[]", "lm_tasks=[]", "tiny_reverse_tasks=[]"],
+                      ["tasks=[]", "length_tasks=[]", "lm_tasks=[]", "tiny_reverse_schemes=[none]"],
+                      ["tasks=[]", "length_tasks=[]", "lm_tasks=[]", "tiny_reverse_schemes=[rope]"]]
+
+
+def test_a_fourth_study_has_its_clause_in_the_report_s_header(fourth_study):
+    import json
+
+    from pelab.report.build import header
+    from pelab.report.study import Study
+
+    params = parse_params(fourth_raw(), check_cuda=False)
+    study = Study(json.loads(json.dumps(params.to_dict())))
+    assert study.schemes_of("tiny_reverse") == ("none", "rope")
+    text = "\n".join(header(SimpleNamespace(params=study, seeds=list(study.seeds))))
+    assert "; tiny study tasks `tiny_reverse`, schemes `none`, `rope`; seeds" in text
+    assert "Profile **smoke**, tasks `copy`, `translation`, schemes" in text
