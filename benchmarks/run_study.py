@@ -4,7 +4,7 @@ installed, or to measure how a study's wall time splits between stages.
     python benchmarks/run_study.py --params params.yaml [--workers N] [--length] [--no-report] [--out FILE]
 
 The stages are the pipeline's own scripts with the pipeline files' arguments (prepare, then each run stage's
-training and its scoring as two timed phases: stages/run.py without --results, stages/evaluate.py; aggregate,
+training and its scoring as two timed phases: stages/run.py without --results, `pelab evaluate`; aggregate,
 report), in the pipeline's order; the training and scoring of different (task, scheme) pairs run ``--workers`` at a time, the longest task first. Nothing is cached: for
 caching, sharing and resuming use ``dvc repro``. On CUDA, GPU memory and utilisation are sampled every second
 (nvidia-smi). Each stage's threads are limited to its share of the cores (OMP_NUM_THREADS = cores / workers,
@@ -124,7 +124,7 @@ def main(params_path: str, workers: int, length: bool, no_report: bool, logs: st
                    for t in length_tasks for s in params["length_schemes"]]
     phase("train", train_jobs, workers)
     eval_pairs = pairs + [(t, s) for t in length_tasks for s in params["length_schemes"]]
-    phase("evaluate", [(f"evaluate@{t}-{s}", [f"{STAGES}/evaluate.py", *p, "--task", t, "--scheme", s, "--runs",
+    phase("evaluate", [(f"evaluate@{t}-{s}", ["-m", "pelab.cli", "evaluate", *p, "--task", t, "--scheme", s, "--runs",
                                                "runs", "--data", f"data/{t}", "--out", f"results/{t}/{s}"])
                        for t, s in eval_pairs], workers)
     phase("aggregate", [("aggregate", [f"{STAGES}/aggregate.py", *p, "--runs", "runs", "--results", "results",

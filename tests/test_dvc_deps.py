@@ -86,7 +86,7 @@ def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_
             "src/pelab/positional/registry.py", "stages/_common.py"} <= found
     assert "src/pelab/positional/fire.py" not in found and "src/pelab/tasks/length/evaluate.py" not in found
     assert "src/pelab/tasks/copy/evaluate.py" in {
-        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/evaluate.py", "copy", "rope", True)}
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "src/pelab/runner/evaluate.py", "copy", "rope", True)}
     assert "src/pelab/tasks/copy/evaluate.py" not in {
         str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "copy", "rope", False)}
 

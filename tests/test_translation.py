@@ -744,7 +744,7 @@ def test_the_paired_bootstrap_is_recorded_per_seed_and_the_report_counts_the_see
     """The aggregate stage's records of sacreBLEU's paired bootstrap against the reference (``bootstrap_records``)
     are its numbers, one pair per (scheme, seed), on the references of the beamed sentences; the report's table reads
     them and counts the seeds with p < 0.05 either way."""
-    from pelab.aggregate import bootstrap_records
+    from pelab.tasks.translation.paired import bootstrap_records
     from pelab.analysis.bootstrap import paired_bootstrap
     from pelab.report.translation import _paired_bootstrap
 

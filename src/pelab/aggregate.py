@@ -1,6 +1,6 @@
 """Gather the records of this study's runs — training cost and curves (written by training), evaluation
-metrics (written by evaluation), and sacreBLEU's paired bootstrap of each translation run against the reference
-scheme's run of its seed (from the translations evaluation wrote) — into one tidy table, the metrics files
+metrics (written by evaluation), and each task's comparisons of a run with the reference scheme's run of its seed
+(``Task.paired_records``: sacreBLEU's paired bootstrap of the translations) — into one tidy table, the metrics files
 ``dvc metrics`` reads (reports/metrics/<task>/<scheme>.json, a handful of numbers each), a summary with every
 headline statistic (reports/summary.json), and the curve files ``dvc plots`` reads.
 
@@ -11,19 +11,15 @@ disk from earlier experiments never leak into a report.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from pelab import io
-from pelab.analysis.bootstrap import paired_bootstrap
 from pelab.params import Params
 from pelab.runner.checkpoint import run_dir
 from pelab.stats import metric_summary
 from pelab.tasks import get_task
-from pelab.tasks.base import HELD_OUT_LOSSES
 from pelab.tuned_ranking import tuning_table
 
 RECORD_COLUMNS = ["task", "pe", "seed", "split", "length", "metric", "value"]
@@ -37,8 +33,8 @@ def _runs(params: Params):
 
 
 def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.DataFrame:
-    """Training records and evaluation records of every run of the study, and the translation runs' paired
-    bootstrap against the reference (``bootstrap_records``), in one tidy frame."""
+    """Training records and evaluation records of every run of the study, and each task's records that compare its
+    runs with the reference scheme's (``Task.paired_records``: translation's paired bootstrap), in one tidy frame."""
     frames = []
     for task, scheme, seed in _runs(params):
         for path in (run_dir(runs_root, task, scheme, seed) / "train_records.jsonl",
@@ -46,42 +42,13 @@ def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.Data
             if not path.exists():
                 raise FileNotFoundError(f"no records for task {task!r}, scheme {scheme!r}, seed {seed} at {path}")
             frames.append(pd.DataFrame(io.read_jsonl(path)))
-    if "translation" in params.tasks:  # its runs side by side
-        paired = bootstrap_records(params.schemes_of("translation"), params.seeds, params.reference, results_root)
+    for task in params.tasks:  # a task's statistics of its runs side by side (translation's paired bootstrap)
+        paired = get_task(task).paired_records(params.schemes_of(task), params.seeds, params.reference, results_root)
         frames += [pd.DataFrame(paired)] if paired else []
     records = pd.concat(frames, ignore_index=True)
     records["length"] = records["length"].astype(str)
     first = [c for c in RECORD_COLUMNS if c in records.columns]
     return records[first + [c for c in records.columns if c not in first]]
-
-
-def bootstrap_records(schemes: Sequence[str], seeds: Sequence[int], reference: str,
-                      results_root: Path) -> list[dict[str, Any]]:
-    """sacreBLEU's paired bootstrap (``pelab.analysis.bootstrap``) of each translation scheme's beam translations
-    against the reference scheme's, once per seed, on the first evaluated split, from the files its evaluation wrote
-    (``pelab.tasks.translation.evaluate``): records ``bootstrap_delta_bleu`` (its BLEU minus the reference's) and
-    ``bootstrap_p``. [] where the reference is not among the schemes or a run saved no beams or settings."""
-    others = [s for s in schemes if s != reference]
-    if reference not in schemes or not others:
-        return []
-    rows = []
-    for seed in seeds:
-        base = io.run_dir(results_root, "translation", reference, seed)
-        meta = io.read_json(base / "eval_meta.json") if (base / "eval_meta.json").exists() else {}
-        if not meta.get("eval_splits"):
-            return []
-        split = meta["eval_splits"][0]
-        paths = {s: io.run_dir(results_root, "translation", s, seed) / "hyps" / f"{split}.beam.en" for s in schemes}
-        if not all(path.exists() for path in paths.values()):
-            return []
-        beams = {s: path.read_text().splitlines() for s, path in paths.items()}
-        refs = (base / "refs" / f"{split}.en").read_text().splitlines()
-        tests = paired_bootstrap(beams[reference], {s: beams[s] for s in others}, refs[: len(beams[reference])])
-        rows += [{"task": "translation", "pe": s, "seed": seed, "split": split, "length": "all", "metric": metric,
-                  "value": value} for s, t in tests.items()
-                 for metric, value in (("bootstrap_delta_bleu", t["bleu"] - t["baseline_bleu"]),
-                                       ("bootstrap_p", t["p"]))]
-    return rows
 
 
 def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:
@@ -159,10 +126,8 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
     records.to_csv(records_path, index=False)
     with io.atomic_dir(plots_dir) as tmp:
         curves.to_csv(tmp / "curves_per_seed.csv", index=False)
-        for task, group in curve_means(curves, "loss").groupby("task", sort=False):
-            group.drop(columns="task").to_csv(tmp / f"{task}_train_loss.csv", index=False)
-        for held_out in HELD_OUT_LOSSES:  # every task's validation split
-            if held_out in curves:
-                logged = curves.dropna(subset=[held_out])
-                for task, group in curve_means(logged, held_out).groupby("task", sort=False):
-                    group.drop(columns="task").to_csv(tmp / f"{task}_{held_out}.csv", index=False)
+        for task, group in curves.groupby("task", sort=False):  # the curves each task draws (Task.plots)
+            for suffix, (curve, _, _) in get_task(task).plots().items():
+                if curve in group and group[curve].notna().any():
+                    means = curve_means(group.dropna(subset=[curve]), curve)
+                    means.drop(columns="task").to_csv(tmp / f"{task}_{suffix}.csv", index=False)

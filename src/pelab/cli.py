@@ -190,6 +190,24 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
             click.echo(f"{task_name} {scheme} seed {seed} {row['split']}: {row['metric']}={row['value']:.4f}")
 
 
+@main.command("evaluate")
+@click.option("--task", "task_name", required=True, type=_LazyChoice(_task_names, "task"), help="see `pelab tasks`")
+@click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme"), help="see `pelab schemes`")
+@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
+@click.option("--runs", "runs_root", required=True, type=click.Path(exists=True, file_okay=False),
+              help="the trained runs: RUNS/<task>/<scheme>/seed_<k>/")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="prepared data of the task")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+def evaluate_cmd(task_name: str, scheme: str, params_path: str, runs_root: str, data_dir: str, out_dir: str) -> None:
+    """Score every seed's trained run of a (task, scheme) again, outside DVC, as its run stage does after training:
+    OUT/seed_<k>/ per seed (records.jsonl and the task's files); OUT appears only when all are done."""
+    from pelab.params import load_params
+    from pelab.runner.evaluate import evaluate_runs
+
+    evaluate_runs(load_params(params_path), task_name, scheme, runs_root, data_dir, out_dir, echo=click.echo)
+
+
 @main.command()
 @click.argument("overrides", nargs=-1)
 @click.option("-j", "--workers", type=click.IntRange(min=1), default=2, show_default=True,

@@ -5,8 +5,10 @@ from, ``pelab.runner.kept_runs``); it imports neither.
 Imports are followed at module level and inside functions, never under ``if TYPE_CHECKING``, with three cuts that
 follow meaning:
 
-* a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py,
-  ``pelab.probe``): followed for evaluation stages only, so editing evaluation never retrains;
+* a task's ``evaluate``, ``probe`` and ``captures`` methods and a scheme's ``evaluation_variants`` import
+  evaluation code (its evaluate.py, ``pelab.probe``, RoPE's extensions): followed for evaluation stages only, so
+  editing evaluation never retrains; a task's ``paired_records`` (statistics across its runs) only for stages
+  without a task (aggregate), so editing it never re-scores a run;
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only the
   stage's scheme's is followed (and ``none``, the cross-attention scheme of encoder-decoders);
 * likewise the task registry imports every task's package: only the stage's task's is followed.
@@ -23,7 +25,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent  # src/pelab
 SRC = PACKAGE.parent
 ROOT = SRC.parent  # the repository: stages/ and src/
-EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
+# the methods that only evaluation runs: a task's scoring and probe, a scheme's evaluation-time variants
+EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluation_variants")
+AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 
 def module_file(name: str) -> Path | None:
@@ -38,13 +42,14 @@ def module_file(name: str) -> Path | None:
 
 
 @cache
-def imports(path: Path, evaluation: bool) -> frozenset[str]:
+def imports(path: Path, evaluation: bool, aggregation: bool = False) -> frozenset[str]:
     """The pelab modules ``path`` imports (and ``_common``), with their parent packages."""
     tree = ast.parse(path.read_text())
     skip: set[int] = set()
     for node in ast.walk(tree):
         type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        evaluate_method = isinstance(node, ast.FunctionDef) and node.name in EVALUATION_METHODS and not evaluation
+        evaluate_method = isinstance(node, ast.FunctionDef) and (
+            (node.name in EVALUATION_METHODS and not evaluation) or (node.name in AGGREGATION_METHODS and not aggregation))
         if type_checking or evaluate_method:
             skip |= {id(n) for n in ast.walk(node)}
     found = set()
@@ -86,7 +91,7 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
         if path in seen:
             continue
         seen.add(path)
-        for name in imports(path, evaluation):
+        for name in imports(path, evaluation, evaluation and task is None):
             if name in scheme_modules and name not in wanted_schemes and path.name == "registry.py":
                 continue  # the registry lists every scheme; the stage builds only its own
             in_task = next((pkg for pkg in task_packages if name == pkg or name.startswith(pkg + ".")), None)

@@ -3,7 +3,7 @@ field's standard test for a BLEU difference on one test set.
 
 It answers a different question from the sign-flip test over seeds: for one trained model of each scheme, is the
 BLEU difference larger than the sampling noise of the test sentences? It says nothing about another training seed,
-so the aggregate stage runs it once per seed (``pelab.aggregate.bootstrap_records``) and the report shows how
+so the aggregate stage runs it once per seed (``pelab.tasks.translation.paired``) and the report shows how
 many seeds agree.
 """
 

@@ -33,16 +33,14 @@ TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
 WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
 CHECKED = "reports/params_checked.txt"  # the check stage's output, which every prepare stage reads
 
-# The plots of the root pipeline (`dvc plots show`): each reads a CSV that stages/aggregate.py writes.
-PLOTS = (
-    ("copy_train_loss", "loss", "Copy task — training loss (mean over seeds)", "cross-entropy"),
-    ("copy_val_loss", "val_loss", "Copy task — validation loss (held-out training sequences, mean over seeds)",
-     "cross-entropy per token"),
-    ("translation_val_loss", "val_loss", "Translation — validation loss (mean over seeds)",
-     "cross-entropy per target token"),
-    ("translation_train_loss", "loss", "Translation — training loss (label-smoothed, mean over seeds)",
-     "cross-entropy"),
-)
+
+def plots() -> list[tuple[str, str, str, str]]:
+    """The plots of the root pipeline (`dvc plots show`), each task's (``Task.plots``): (name, curve, title, y label),
+    each reading reports/plots/<name>.csv, which stages/aggregate.py writes."""
+    from pelab.tasks import get_task, task_names
+
+    return [(f"{task}_{suffix}", curve, title, y_label) for task in task_names()
+            for suffix, (curve, title, y_label) in get_task(task).plots().items()]
 
 COMMENTS = {
     "prepare": "One prepare stage per task: the data every scheme of the task trains and is scored on.",
@@ -339,9 +337,9 @@ def root_file() -> str:
               f"{', '.join(s.name for s in STUDIES)}; kinds\n# {', '.join(STAGE_KINDS)}), each with its own dvc.lock. "
               "`dvc repro` runs them all (this file's stages read\n# their outputs); `dvc stage list --all` names "
               "each stage as `dvc repro` takes it.\n\n")
-    plots = [{name: {"template": "overlay_schemes", "x": "step", "y": {f"reports/plots/{name}.csv": y},
-                     "title": title, "x_label": "step", "y_label": y_label}} for name, y, title, y_label in PLOTS]
-    text = yaml.safe_dump({"plots": plots}, sort_keys=False, width=116, allow_unicode=True)
+    drawn = [{name: {"template": "overlay_schemes", "x": "step", "y": {f"reports/plots/{name}.csv": y},
+                     "title": title, "x_label": "step", "y_label": y_label}} for name, y, title, y_label in plots()]
+    text = yaml.safe_dump({"plots": drawn}, sort_keys=False, width=116, allow_unicode=True)
     return header + _dump(root_stages(), ROOT_COMMENTS, str) + "\n" + text
 
 

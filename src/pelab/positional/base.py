@@ -92,5 +92,11 @@ class PositionalEncoding(nn.Module):
     def check_length(self, length: int) -> None:
         """Raise ValueError if this scheme cannot encode positions 0..length-1."""
 
+    def evaluation_variants(self) -> tuple:
+        """The evaluation-time variants (``rope_extensions.Variant``) its runs are also scored with beyond the
+        trained length, without retraining, beside the temperature and crop every scheme is scored with; none by
+        default. Only evaluation calls it (``pelab.closure``: its imports are not what a run is trained from)."""
+        return ()
+
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, causal={self.causal}"

@@ -53,6 +53,12 @@ class RotaryPositionalEncoding(PositionalEncoding):
         self.interpolation_factor = interpolation_factor
         self.base_rescale_factor = base_rescale_factor
 
+    def evaluation_variants(self) -> tuple:
+        """RoPE's context extensions under Hugging Face's names (``rope_extensions.MENU``)."""
+        from pelab.positional.rope_extensions import MENU
+
+        return MENU
+
     def scaled_positions(self, positions: torch.Tensor) -> torch.Tensor:
         """Positions as the rotation reads them: m/s under position interpolation, else unchanged."""
         if self.interpolation_factor == 1.0:

@@ -44,6 +44,10 @@ class XPosPositionalEncoding(RotaryPositionalEncoding):
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers, base=base)
         self.gamma, self.scale_base = gamma, scale_base
 
+    def evaluation_variants(self) -> tuple:
+        """None: Hugging Face's RoPE extensions rescale plain RoPE's angles, not xPos's decaying scale."""
+        return ()
+
     def decay(self, positions: torch.Tensor, sign: float) -> torch.Tensor:
         """(T,) -> (T, Dh): ζ_i^{sign·t/B}, each pair's factor repeated over its two dimensions."""
         zeta = (torch.arange(0, self.head_dim, 2, dtype=torch.float32, device=positions.device) / self.head_dim

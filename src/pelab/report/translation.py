@@ -55,7 +55,7 @@ def _reading(records: pd.DataFrame, schemes: list[str], split: str, best: str, r
 
 def _paired_bootstrap(records: pd.DataFrame, schemes: list[str], seeds: list[int], split: str, reference: str) -> str:
     """sacreBLEU's paired bootstrap of every scheme against the reference, once per seed, as the aggregate stage
-    recorded it (``pelab.aggregate.bootstrap_records``): the table, or "" where a scheme or seed has none."""
+    recorded it (``pelab.tasks.translation.paired``): the table, or "" where a scheme or seed has none."""
     found = records[(records["task"] == TASK) & (records["split"] == split) & (records["metric"] == "bootstrap_p")]
     if reference not in schemes or len(found) != (len(schemes) - 1) * len(seeds):
         return ""

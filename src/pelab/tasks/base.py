@@ -18,7 +18,7 @@ options for this task — by default the global ``positional.<scheme>``, which a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -211,6 +211,19 @@ class Task(ABC):
         """What the report draws from this run's model (attention on an example, layer-0 logits; tensors on the
         CPU), saved by evaluation as ``probe.pt`` beside the records (``pelab.probe.captures``); None: nothing."""
         return None
+
+    def paired_records(self, schemes: Sequence[str], seeds: Sequence[int], reference: str,
+                       results_root: Path) -> list[dict[str, Any]]:
+        """Records comparing each scheme's run with the ``reference`` scheme's run of the same seed, computed from
+        the files evaluation wrote under ``results_root`` (translation: sacreBLEU's paired bootstrap); the
+        aggregate stage adds them to the study's records. None by default."""
+        return []
+
+    def plots(self) -> dict[str, tuple[str, str, str]]:
+        """The curves `dvc plots show` draws for this task: {file suffix: (curve, title, y label)}, each curve the
+        mean over seeds that the aggregate stage writes to reports/plots/<task>_<suffix>.csv."""
+        return {"train_loss": ("loss", f"{self.name} — training loss (mean over seeds)", "cross-entropy"),
+                "val_loss": ("val_loss", f"{self.name} — validation loss (mean over seeds)", "cross-entropy")}
 
     @abstractmethod
     def evaluate(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,

@@ -74,6 +74,11 @@ class CopyTask(Task):
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         copy_data.prepare(cfg.data, out_dir)
 
+    def plots(self) -> dict[str, tuple[str, str, str]]:
+        return {"train_loss": ("loss", "Copy task — training loss (mean over seeds)", "cross-entropy"),
+                "val_loss": ("val_loss", "Copy task — validation loss (held-out training sequences, mean over seeds)",
+                             "cross-entropy per token")}
+
     tunes_on_validation_split = True  # held out from the training sequences, and from every test set
 
     def load_data(self, data_dir: Path) -> CopyData:

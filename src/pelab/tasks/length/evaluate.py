@@ -15,8 +15,8 @@ sequences of a length are split into ``eval.position_draws`` groups, group d pla
 length (the randomized-PE reference averages over sub-batches the same way), so one draw's luck does not
 decide a length's score, and every run and scheme sees the same draws (runs stay paired).
 
-A ``rope`` model is also scored with each evaluation-time extension of ``rope_extensions.MENU`` (no retraining;
-HF ``transformers``' names), for a row of T tokens when the longest trained row had L: ``PI`` (HF ``linear`` at
+A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``evaluation_variants``:
+``rope_extensions.MENU``; no retraining; HF ``transformers``' names), for a row of T tokens when the longest trained row had L: ``PI`` (HF ``linear`` at
 s = T/L) and ``NTK`` (HF ``dynamic`` with factor 1, i.e. NTK-aware scaling at T/L) beyond N; ``dynamic``, ``yarn``
 and ``llama3`` at the factor a user would set to reach the longest evaluated row, ``yarn`` and ``llama3`` at every
 length (they change the model within L too), ``dynamic`` beyond N (it equals the trained model within L). Splits
@@ -31,9 +31,7 @@ from typing import Any
 import torch
 
 from pelab.device import autocast
-from pelab.positional import scheme_of
 from pelab.positional.randomized import RandomizedPositions
-from pelab.positional.rope_extensions import MENU
 from pelab.positional.temperature import TEMPERATURE
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
@@ -141,8 +139,7 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             by_range.setdefault(where, {}).setdefault(metric, []).append(value)
 
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
-    # by name: xpos and rand_rope subclass or wrap RoPE; the temperature for every scheme
-    menu = (*(MENU if scheme_of(model.pe) == "rope" else ()), TEMPERATURE)
+    menu = (*model.pe.evaluation_variants(), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
     # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
     for n, sources in sorted(data.splits["test"].items()):

@@ -25,8 +25,8 @@ sliding-window perplexity over the one at L, every scored token seeing at least 
 ``beyond`` (``passkey``, ``passkey_digits`` and ``passkey_digits_teacher_forced`` over every cell whose key is more
 than L tokens back, whatever the row's length; the digit shares also at L).
 
-A ``rope`` model is also scored with each evaluation-time extension of ``rope_extensions.MENU`` (HF
-``transformers``' names; splits ``<split><suffix>``): ``PI`` (HF ``linear`` at s = T/L) and ``NTK`` (HF ``dynamic``
+A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``evaluation_variants``:
+``rope_extensions.MENU``, HF ``transformers``' names; splits ``<split><suffix>``): ``PI`` (HF ``linear`` at s = T/L) and ``NTK`` (HF ``dynamic``
 with factor 1) at every T > L, ``dynamic`` there at the factor that reaches the longest T, ``yarn`` and ``llama3``
 at that factor at every T, L included (they change the model within L too). Randomized schemes are
 scored at one fixed evaluation draw of positions per length (``RandomizedPositions.sample_positions``; the length
@@ -45,8 +45,6 @@ import torch.nn.functional as F
 
 from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
-from pelab.positional import scheme_of
-from pelab.positional.rope_extensions import MENU
 from pelab.positional.temperature import TEMPERATURE
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
@@ -194,8 +192,7 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     rows = score(model, cfg, data, device, "", lengths, lengths[-1])
     threshold = cfg.eval.effective_threshold
     out = rows + summaries(rows, context, threshold=threshold)
-    # by name: xpos and rand_rope subclass or wrap RoPE; the temperature for every scheme
-    menu = (*(MENU if scheme_of(model.pe) == "rope" else ()), TEMPERATURE)
+    menu = (*model.pe.evaluation_variants(), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
     for variant in menu:
         scored: list[dict[str, Any]] = []
         for length in [t for t in lengths if t > context or not variant.identity_within]:

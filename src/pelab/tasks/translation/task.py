@@ -165,3 +165,13 @@ class TranslationTask(Task):
         from pelab.tasks.translation.evaluate import evaluate
 
         return evaluate(cfg, model, data, device, out_dir)
+
+    def paired_records(self, schemes, seeds, reference, results_root):
+        from pelab.tasks.translation.paired import bootstrap_records
+
+        return bootstrap_records(schemes, seeds, reference, results_root)
+
+    def plots(self):
+        return {"val_loss": ("val_loss", "Translation — validation loss (mean over seeds)",
+                             "cross-entropy per target token"),
+                "train_loss": ("loss", "Translation — training loss (label-smoothed, mean over seeds)", "cross-entropy")}
