@@ -9,15 +9,11 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from conftest import smoke_raw
+from tiny_reverse.task import TINY
 
 from pelab.params import parse_params
 from pelab.studies import STUDIES, StudyRecord, record
 from pelab.tasks import TASKS
-
-TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
-        "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
-        "train": {"steps": 6, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 3},
-        "eval": {}}
 
 
 @pytest.fixture

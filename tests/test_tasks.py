@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from conftest import smoke_raw
+from tiny_reverse.task import TINY
 
 from pelab import io
 from pelab.aggregate import aggregate
@@ -14,11 +15,6 @@ from pelab.runner.checkpoint import load_run
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_runs
 from pelab.tasks import TASKS, get_task, task_names
-
-TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
-        "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
-        "train": {"steps": 6, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 3},
-        "eval": {}}
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ def test_without_a_positional_bias_the_temperature_is_queries_scaled_by_s():
 
 @pytest.mark.parametrize("scheme", ["sinusoidal", "rope", "alibi"])
 def test_the_crop_baseline_reads_every_scored_token_from_exactly_the_l_tokens_before_it(scheme):
-    from pelab.tasks.lm.evaluate import perplexity
+    from pelab.tasks.lm.evaluate import cropped_nll, perplexity
 
     model = build_sequence_model(scheme, 13, CFG, scheme_options(scheme), seed=2, causal=True).eval()
     generator = torch.Generator().manual_seed(4)
@@ -84,3 +84,4 @@ def test_the_crop_baseline_reads_every_scored_token_from_exactly_the_l_tokens_be
                 logits, _ = model(doc[target - window:target][None])
                 losses.append(float(torch.nn.functional.cross_entropy(logits[0, -1], doc[target])))
     assert count == len(losses) == 24 and nll == pytest.approx(sum(losses) / len(losses), rel=1e-5)
+    assert cropped_nll(model, docs, window, 7, torch.device("cpu")) == pytest.approx((nll, count), rel=1e-5)

@@ -15,6 +15,13 @@ from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
 
 
+# the task's params section at its smallest (the tests' studies list it as ``tiny_reverse:``)
+TINY = {"data": {"length": 3, "n_train": 32, "n_test": 8},
+        "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
+        "train": {"steps": 6, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 3},
+        "eval": {}}
+
+
 @dataclass(frozen=True)
 class ReverseData:
     length: int = 4

@@ -48,6 +48,12 @@ class SequenceTransformer(nn.Module):
         hidden, attentions = self.encoder(self.embedding(tokens), positions, need_weights=need_weights)
         return self.head(hidden), attentions
 
+    def last_logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (B, T) -> the last position's logits (B, V), ``forward(tokens)[0][:, -1]`` with the head applied to
+        one position instead of T (for a vocabulary of 8k and T = 256 the head is half of a forward pass)."""
+        hidden, _ = self.encoder(self.embedding(tokens), self.positions(tokens.shape[1], tokens.device))
+        return self.head(hidden[:, -1])
+
     def extend(self, tokens: torch.Tensor, caches: list[dict[str, torch.Tensor]],
                positions: torch.Tensor) -> torch.Tensor:
         """Causal models, incremental: tokens (B, n) follow the tokens held in ``caches`` (one dict per layer,

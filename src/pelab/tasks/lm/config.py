@@ -49,6 +49,10 @@ class LMEvalConfig:
     batch_size: int = 16  # rows per forward pass
     # effective length (RULER): the longest T up to which passkey accuracy (mean over depths) stays at or above this
     effective_threshold: float = 0.9
+    # the crop-to-L baseline reads one L-token row per scored target (N·L tokens, where each other protocol reads
+    # about N per length): null scores every target, n the first n of each test speech (full_shape: its shapes, not
+    # its numbers)
+    crop_targets: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "multiples", tuple(int(k) for k in self.multiples))
@@ -62,6 +66,8 @@ class LMEvalConfig:
             raise ValueError(f"lm.eval.passkey_depths must lie in [0, 1], got {list(self.passkey_depths)}")
         if not 0.0 < self.effective_threshold <= 1.0:
             raise ValueError(f"lm.eval.effective_threshold must be in (0, 1], got {self.effective_threshold}")
+        if self.crop_targets is not None and self.crop_targets < 1:
+            raise ValueError(f"lm.eval.crop_targets must be >= 1 or null, got {self.crop_targets}")
         if self.passkey_trials < 1 or self.batch_size < 1:
             raise ValueError(f"lm.eval.passkey_trials and batch_size must be >= 1, got {self.passkey_trials}, "
                              f"{self.batch_size}")
