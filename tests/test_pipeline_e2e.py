@@ -268,6 +268,20 @@ def test_bad_study_input_stops_at_the_check_stage_in_one_line_of_pelab_s(project
         path.write_text(committed)
 
 
+def test_a_task_listed_in_another_study_s_list_stops_exp_run_at_composition_in_pelab_s_words(project):
+    """`-S 'tasks=[reverse]'` would make two stages write data/reverse (the main study's and the length study's),
+    which DVC refuses in its own 33 lines when it reads the pipeline, before the check stage: Hydra's composition
+    stops it first (conf/config.yaml's `study_lists`, resolved by hydra_plugins/pelab_resolvers.py)."""
+    committed = (project / "params.yaml").read_text()
+    proc = subprocess.run(["dvc", "exp", "run", "-S", "tasks=[copy,reverse]"], cwd=project, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "task 'reverse' is in tasks but belongs to the length study; list it in length_tasks" in out, out
+    assert "specified in" not in out and "Running stage" not in out, out
+    assert (project / "params.yaml").read_text() == committed
+
+
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)

@@ -98,3 +98,19 @@ def test_a_fourth_study_has_its_clause_in_the_report_s_header(fourth_study):
     text = "\n".join(header(SimpleNamespace(params=study, seeds=list(study.seeds))))
     assert "; tiny study tasks `tiny_reverse`, schemes `none`, `rope`; seeds" in text
     assert "Profile **smoke**, tasks `copy`, `translation`, schemes" in text
+
+
+@pytest.mark.parametrize("override, home", [("tasks=[copy,reverse]", "length"), ("tasks=[lm]", "lm"),
+                                            ("length_tasks=[reverse,copy]", "main")])
+def test_a_task_in_another_study_s_list_stops_composition_in_one_line(repo_root, override, home):
+    """Composition (pelab's, and DVC's through hydra_plugins/) resolves conf's `study_lists`: a task listed in a study
+    it does not belong to beside its own study's list stops there, naming the list it belongs in."""
+    from pelab.compose import compose_params
+
+    task = override.split("=")[1].strip("[]").split(",")[-1]
+    with pytest.raises(ValueError) as refused:
+        compose_params(repo_root / "conf", [override])
+    message = str(refused.value)
+    assert "\n" not in message and f"task {task!r} is in " in message, message
+    assert message.endswith(f"belongs to the {home} study; list it in {record(home).tasks_key}"), message
+    assert compose_params(repo_root / "conf", [])["study_lists"] == "checked"

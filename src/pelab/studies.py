@@ -117,8 +117,8 @@ class StudyRecord:
 
     def owns(self, task_module: str) -> bool:
         """Whether the task whose class lives in ``task_module`` belongs to this study: a study with a package owns
-        the tasks of ``pelab.tasks.<package>``, the main study every other (a task registered from outside
-        ``pelab.tasks`` too)."""
+        the tasks of ``pelab.tasks.<package>`` or of a top-level package ``<package>`` (a plugin's, the tests'), the
+        main study every other."""
         parts = task_module.split(".")
         folder = (parts[2] if len(parts) > 2 else None) if parts[:2] == ["pelab", "tasks"] else parts[0]
         packages = {s.package for s in STUDIES if s.package}
