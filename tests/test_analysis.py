@@ -414,6 +414,9 @@ def test_the_reading_names_the_largest_rise_the_sink_and_the_ranking_only_where_
     same = diagnostics.reading({s: c._replace(score=[0.5, 0.5]) for s, c in found.items()}, score)
     assert same.ranked == [] and same.scores == {"a": 0.5, "b": 0.5}
     assert diagnostics.reading(found, None).scores == {} and diagnostics.reading(found, None).ranked == []
+    # past the perfect extrapolator's rise by the margin (0.1 nats): a's +0.5 dilutes, b's +0.1 does not
+    assert r.diluted == () and diagnostics.reading(found, score, null=0.057).diluted == ("a",)
+    assert diagnostics.reading(found, score, null=0.45).diluted == ()
 
 
 def test_rank_correlation_only_where_it_says_something() -> None:

@@ -157,7 +157,7 @@ def _window(t: int, width: int) -> torch.Tensor:
 
 def test_a_constant_sink_and_a_fixed_window_show_no_length_trend_in_the_binned_diagnostics():
     """The issue's cases: the normalised forms trend with T (a constant sink's first-token ratio 3.3 at T = 64 and
-    25.7 at 512); the binned absolute ones read the same within and beyond L, at every length."""
+    25.7 at 512); the binned absolute ones read the same within (just below L) and beyond L, at every length."""
     from pelab.probe.diagnostics import binned
 
     L = 64
@@ -168,6 +168,7 @@ def test_a_constant_sink_and_a_fixed_window_show_no_length_trend_in_the_binned_d
         assert got["first_token_share_within"] == pytest.approx(0.2) == got["first_token_share_beyond"]
         window = binned(_window(t, 16), causal=True, trained_length=L)
         assert window["attn_entropy_beyond"] == pytest.approx(math.log(16))  # every query beyond L sees 16 keys
+        assert window["attn_entropy_within"] == pytest.approx(math.log(16))  # and so does every one just below L
         assert window["attn_distance_beyond"] == pytest.approx(7.5)
         assert binned(_window(t, 16), True, L)["attn_entropy_within"] == pytest.approx(
             binned(_window(L, 16), True, L)["attn_entropy_within"])  # the same queries: the same number at any T
@@ -175,3 +176,30 @@ def test_a_constant_sink_and_a_fixed_window_show_no_length_trend_in_the_binned_d
                                                   "attn_distance_within"}  # no query beyond L in a row of L
     uniform = binned(torch.full((1, 1, 128, 128), 1 / 128, dtype=torch.float64), causal=False, trained_length=L)
     assert uniform["attn_entropy_within"] == pytest.approx(math.log(128)) == uniform["attn_entropy_beyond"]
+
+
+def test_a_perfect_extrapolator_reads_the_window_null_and_true_dilution_reads_a_rise():
+    """Issue 53: against all queries before L, attention to exactly the last L keys (a perfect extrapolator) read
+    +0.90 nats of entropy rise at 2L. Against the band just below L it reads the small rise ``window_null`` derives
+    (+0.057 nats at L = 64, under the reading's margin); attention spread over every key seen (true dilution) reads a
+    rise well past it, and the reading names only that model as diluting."""
+    from pelab.analysis.diagnostics import COMPARED, RISE_MARGIN, Change, reading, window_null
+    from pelab.probe.diagnostics import binned
+    from pelab.stats import summarize
+
+    L = 64
+    found = {}
+    for t in (128, 256, 512):
+        perfect, diluted = binned(_window(t, L), True, L), binned(_window(t, t), True, L)
+        null = window_null(t, L)
+        for m in COMPARED:  # the derived null is what the probe's bins read for that attention
+            assert perfect[f"{m}_beyond"] - perfect[f"{m}_within"] == pytest.approx(null[m], abs=1e-9), (t, m)
+        assert 0 < null["attn_entropy"] < RISE_MARGIN and null["attn_entropy"] == pytest.approx(0.0570, abs=1e-4)
+        rise = diluted["attn_entropy_beyond"] - diluted["attn_entropy_within"]
+        assert rise > null["attn_entropy"] + 3 * RISE_MARGIN, (t, rise)  # +0.39 nats at 2L, more beyond
+    for name, w in (("perfect", _window(128, L)), ("diluted", _window(128, 128))):
+        got = binned(w, True, L)
+        found[name] = Change([0.5], {f"{m}_{b}": (summarize([got[f"{m}_{b}"]]), summarize([got[f"{m}_{b}"]]))
+                                     for m in COMPARED for b in ("within", "beyond")})
+    read = reading(found, None, window_null(128, L)["attn_entropy"])
+    assert read.diluted == ("diluted",) and read.most == "diluted" and read.least == "perfect"

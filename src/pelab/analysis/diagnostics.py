@@ -89,17 +89,42 @@ def rank_correlation(scores: dict[str, float], rises: dict[str, float]) -> float
 
 
 # the binned diagnostics (``pelab.probe.diagnostics.binned``) the table and the reading compare, at the longest row:
-# the queries before the training length against those from it on, in the same rows
+# the queries just below the training length against those from it on, in the same rows
 COMPARED = ("attn_entropy", "first_token_share", "attn_distance")
 BINS = ("within", "beyond")
+BAND = 8  # the within bin's width, L // BAND positions below L (``pelab.probe.diagnostics.BAND``)
+# a rise is read as a scheme's own only past the window-of-L null by this much: e^0.1, about 10% more keys' worth
+RISE_MARGIN = 0.1
+
+
+def window_null(tokens: int, trained: int) -> dict[str, float]:
+    """The beyond − within change of each binned diagnostic in rows of ``tokens`` that a causal model attending
+    uniformly to exactly its last ``trained`` keys (a perfect extrapolator) would read: query i sees n_i = min(i + 1,
+    L) keys, entropy log n_i, first-token share 1/n_i while the first token is in its window (i < L) and 0 after,
+    distance (n_i − 1)/2. The bins are ``binned``'s: within L − L // BAND <= i < L (i > 0), beyond i >= L."""
+    band = [i for i in range(max(1, trained - max(1, trained // BAND)), trained)]
+    beyond = range(trained, tokens)
+    if not band or not beyond:
+        return {m: float("nan") for m in COMPARED}
+    n = {i: min(i + 1, trained) for i in (*band, trained)}
+
+    def mean(values) -> float:
+        values = list(values)
+        return sum(values) / len(values)
+
+    within = {"attn_entropy": mean(math.log(n[i]) for i in band), "first_token_share": mean(1 / n[i] for i in band),
+              "attn_distance": mean((n[i] - 1) / 2 for i in band)}
+    after = {"attn_entropy": math.log(trained), "first_token_share": 0.0, "attn_distance": (trained - 1) / 2}
+    return {m: after[m] - within[m] for m in COMPARED}
 
 
 class Reading(NamedTuple):
     """What the reading of one task's changes says: per scheme its mean score beyond training ({} without a score)
-    and, in the longest probed rows, the rise of raw attention entropy from the queries before the training length
-    to those beyond it; the schemes whose entropy rises most and least, and whose first-token share beyond the
-    training length is highest (with that share); the schemes by score, best first ([] where no two scores differ,
-    to 6 decimals); Spearman's ρ of score with rise."""
+    and, in the longest probed rows, the rise of raw attention entropy from the queries just below the training
+    length to those beyond it; the schemes whose entropy rises most and least, and whose first-token share beyond
+    the training length is highest (with that share); the schemes by score, best first ([] where no two scores
+    differ, to 6 decimals); Spearman's ρ of score with rise; the rise a perfect extrapolator reads in those rows
+    (``window_null``, nan where unknown) and the schemes whose rise exceeds it by ``RISE_MARGIN``."""
 
     scores: dict[str, float]
     rises: dict[str, float]
@@ -109,10 +134,13 @@ class Reading(NamedTuple):
     sink_value: float
     ranked: list[str]
     rho: float | None
+    null: float = float("nan")
+    diluted: tuple[str, ...] = ()
 
 
-def reading(found: dict[str, Change], score: BeyondScore | None) -> Reading:
-    """The ``Reading`` of one task's ``changes`` over the binned metrics (``COMPARED`` × ``BINS``)."""
+def reading(found: dict[str, Change], score: BeyondScore | None, null: float = float("nan")) -> Reading:
+    """The ``Reading`` of one task's ``changes`` over the binned metrics (``COMPARED`` × ``BINS``); ``null``: the
+    entropy rise of a perfect extrapolator in the longest rows (``window_null``)."""
     scores = {s: summarize(c.score)["mean"] for s, c in found.items()} if score else {}
     longest = {s: {m: v[1]["mean"] for m, v in c.diagnostics.items()} for s, c in found.items()}
     # a scheme without a beyond bin (its longest row within the training length) is left out of both
@@ -124,8 +152,10 @@ def reading(found: dict[str, Change], score: BeyondScore | None) -> Reading:
     sink = max(sinks, key=sinks.get)
     differ = score is not None and len(set(np.round(list(scores.values()), 6))) > 1
     ranked = sorted(scores, key=scores.get, reverse=score.higher_is_better) if differ else []
+    diluted = () if math.isnan(null) else tuple(s for s in sorted(rises, key=rises.get, reverse=True)
+                                                if rises[s] > null + RISE_MARGIN)
     return Reading(scores, rises, max(rises, key=rises.get), min(rises, key=rises.get), sink, sinks[sink], ranked,
-                   rank_correlation(scores, rises) if ranked else None)
+                   rank_correlation(scores, rises) if ranked else None, null, diluted)
 
 
 def slow_pairs(bands: pd.DataFrame, trained: float) -> tuple[int, list[float]]:

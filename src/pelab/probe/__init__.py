@@ -2,7 +2,7 @@
 each once, and the diagnostics of its attention (``diagnostics``) become tidy records beside the run's scores.
 
 Rows: split ``probe``, length = tokens per row, one metric per diagnostic (mean over layers; the binned ones,
-``<metric>_within`` and ``<metric>_beyond``, over queries before and from the training length on); a row
+``<metric>_within`` and ``<metric>_beyond``, over the queries just below and from the training length on); a row
 ``trained_length`` (length "all") holds the longest row the model was trained on, so a reader tells in-range
 lengths from beyond without the task's config. Schemes that rotate queries and keys (their
 ``rotation_frequencies``) add, at the first probe length, ``rope_band_<f>_share`` and ``rope_band_<f>_period``

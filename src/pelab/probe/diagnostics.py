@@ -13,9 +13,12 @@ distance), then over layers.
 
 The normalised forms carry a length trend by construction (a constant sink's |K_i| w_i0 grows with T, a fixed
 window's entropy over log|K_i| falls), so comparisons across lengths use absolute quantities over queries binned
-by absolute position (``binned``): raw entropy, first-token share and attended distance of the queries before the
-training length L (``_within``) and of those at positions L and beyond (``_beyond``). A constant sink or a fixed
-window reads the same in both bins at every length (``tests/test_probe.py``); what differs is the model.
+by absolute position (``binned``): raw entropy, first-token share and attended distance of the queries just below
+the training length L, the last eighth of it (``_within``: causal, they see about L keys, as the queries beyond
+do), and of those at positions L and beyond (``_beyond``). Against all queries before L (which see 1..L keys) a
+model that attends to exactly its last L keys, a perfect extrapolator, would read +0.90 nats of entropy "rise" at
+2L; against the band it reads +0.06 (``pelab.analysis.diagnostics.window_null``). A constant sink or a fixed window
+reads the same in both bins at every length (``tests/test_probe.py``); what differs is the model.
 
 Rotary schemes: the use of each rotated pair of dimensions (frequency theta_f), as the mean norm of the query's
 pair times the key's, a share of their sum over pairs (Barbero et al., "Round and Round We Go! What makes Rotary
@@ -68,12 +71,13 @@ def attention_diagnostics(weights: torch.Tensor, causal: bool) -> dict[str, floa
 
 
 BINNED = ("attn_entropy", "first_token_share", "attn_distance")
+BAND = 8  # the within bin: the last L // BAND query positions before L (at least one)
 
 
 def binned(weights: torch.Tensor, causal: bool, trained_length: int) -> dict[str, float]:
-    """weights: (B, H, T, T). ``<metric>_within`` over queries 0 < i < L with a choice (query 0 of a causal model
-    has none), ``<metric>_beyond`` over queries i >= L (only where T > L): raw entropy (nats), first-token share and
-    attended distance, each a mean over rows, heads and the bin's queries."""
+    """weights: (B, H, T, T). ``<metric>_within`` over queries L - L // BAND <= i < L with a choice (query 0 of a
+    causal model has none), ``<metric>_beyond`` over queries i >= L (only where T > L): raw entropy (nats),
+    first-token share and attended distance, each a mean over rows, heads and the bin's queries."""
     w = weights.double()
     t = w.shape[-1]
     position = torch.arange(t, device=w.device)
@@ -82,7 +86,8 @@ def binned(weights: torch.Tensor, causal: bool, trained_length: int) -> dict[str
     values = {"attn_entropy": entropy, "first_token_share": w[..., 0], "attn_distance": distance}
     choice = visible_keys(t, causal, w.device) > 1
     out = {}
-    for name, queries in (("within", choice & (position < trained_length)), ("beyond", position >= trained_length)):
+    below = (position < trained_length) & (position >= trained_length - max(1, trained_length // BAND))
+    for name, queries in (("within", choice & below), ("beyond", position >= trained_length)):
         if bool(queries.any()):
             out.update({f"{metric}_{name}": float(values[metric][..., queries].mean()) for metric in BINNED})
     return out

@@ -12,7 +12,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pelab.analysis.diagnostics import BINS, COMPARED, beyond_score, changes, reading, relative_lengths, slow_pairs
+from pelab.analysis.diagnostics import (BINS, COMPARED, RISE_MARGIN, beyond_score, changes, reading, relative_lengths,
+                                       slow_pairs, window_null)
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
 from pelab.report.style import band, save, scheme_palette, seed_band
@@ -66,11 +67,16 @@ def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[
              + [f"{format_mean_sd(longest[scheme][m + '_within'], 2)} → {format_mean_sd(longest[scheme][m + '_beyond'], 2)}"
                 for m in COMPARED]
              for scheme, c in found.items()]
-    r = reading(found, score)
+    sel = rows[rows["task"] == task]
+    tokens = int(sel["tokens"].max())
+    null = window_null(tokens, round(tokens / high))["attn_entropy"]
+    r = reading(found, score, null)
     extremes = [(which, s, r.scores[s], *(f"{longest[s][m + '_within']['mean']:.2f} → "
                                           f"{longest[s][m + '_beyond']['mean']:.2f}" for m in COMPARED))
                 for which, s in (("best", r.ranked[0]), ("worst", r.ranked[-1]))] if r.ranked else []
-    text = fill("diagnostics_reading.md", low=low, high=high, most=r.most, rise_most=signed(r.rises[r.most]),
+    text = fill("diagnostics_reading.md", low=low, high=high, null=signed(null) if null == null else "–",
+                spread=r.rises[r.most] - r.rises[r.least] > RISE_MARGIN, margin=RISE_MARGIN, diluted=list(r.diluted),
+                most=r.most, rise_most=signed(r.rises[r.most]),
                 least=r.least, rise_least=signed(r.rises[r.least]), sink=r.sink, sink_value=r.sink_value,
                 extremes=extremes, label=score.label if score else "", rho=r.rho, n=len(found),
                 same_score=next(iter(r.scores.values())) if score and not r.ranked else None)
