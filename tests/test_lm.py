@@ -368,3 +368,19 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
     assert [r["length"] for r in rows if r["split"] == "window_pi"] == [120, 480]
     assert {r["split"] for r in rows if r["length"] == "all" and r["split"].startswith("at_L")} >= {
         "at_L", "at_L_pi", "at_L_yarn"}
+
+
+def test_the_crop_line_is_drawn_only_where_it_is_a_control():
+    """Issue 53: crop-to-L reads every scored token from exactly L tokens; a non-overlapping window's first tokens, and
+    a sliding window's below 2L, read fewer, so there every scheme sits above crop by construction."""
+    import pandas as pd
+
+    from pelab.report.lm import where_crop_is_a_control
+
+    rows = pd.DataFrame([{"pe": pe, "split": split, "length": str(t), "metric": "ppl", "value": 1.0}
+                         for pe in ("rope", "rope+crop") for split in ("window", "sliding") for t in (64, 128, 256)]
+                        + [{"pe": "rope+crop", "split": "at_4L", "length": "all", "metric": "ppl_sliding", "value": 1.0}])
+    kept = where_crop_is_a_control(rows, 64)
+    crop = kept[kept["pe"] == "rope+crop"]
+    assert sorted(zip(crop["split"], crop["length"])) == [("at_4L", "all"), ("sliding", "128"), ("sliding", "256")]
+    assert len(kept[kept["pe"] == "rope"]) == 6  # every trained scheme's row kept

@@ -114,3 +114,16 @@ def test_a_task_in_another_study_s_list_stops_composition_in_one_line(repo_root,
     assert "\n" not in message and f"task {task!r} is in " in message, message
     assert message.endswith(f"belongs to the {home} study; list it in {record(home).tasks_key}"), message
     assert compose_params(repo_root / "conf", [])["study_lists"] == "checked"
+
+
+def test_a_study_list_that_is_not_a_list_stops_composition_and_set_fills_a_null_parent(repo_root):
+    from pelab.compose import compose_params
+
+    with pytest.raises(ValueError, match=r"length_tasks must be a list, e.g. 'length_tasks=\[reverse\]', got 'reverse'$"):
+        compose_params(repo_root / "conf", ["length_tasks=reverse"])
+    with pytest.raises(ValueError, match=r"task 'copy' is listed twice, in tasks$"):
+        compose_params(repo_root / "conf", ["tasks=[copy,copy]"])
+    raw = {"tune": None, "pe": {"selected": {"rope": "rope"}}}
+    StudyRecord.set(raw, "tune.length_tasks", ["reverse"])
+    StudyRecord.set(raw, "pe.schemes", ["rope"])
+    assert raw == {"tune": {"length_tasks": ["reverse"]}, "pe": {"selected": {"rope": "rope"}, "schemes": ["rope"]}}

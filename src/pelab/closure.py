@@ -7,8 +7,8 @@ follow meaning:
 
 * a task's ``evaluate``, ``probe`` and ``captures`` methods and a scheme's ``evaluation_variants`` import
   evaluation code (its evaluate.py, ``pelab.probe``, RoPE's extensions): followed for evaluation stages only, so
-  editing evaluation never retrains; a task's ``paired_records`` (statistics across its runs) only for stages
-  without a task (aggregate), so editing it never re-scores a run;
+  editing evaluation never retrains; a task's ``paired_records`` (statistics across its runs) only for the
+  aggregate stage (``aggregation``), so editing it never re-scores a run;
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only the
   stage's scheme's is followed (and ``none``, the cross-attention scheme of encoder-decoders);
 * likewise the task registry imports every task's package: only the stage's task's is followed.
@@ -76,8 +76,10 @@ def task_package(task: str) -> str:
     return ".".join(TASKS[task].__module__.split(".")[:3])
 
 
-def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool) -> set[Path]:
-    """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any), itself included."""
+def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool,
+            aggregation: bool = False) -> set[Path]:
+    """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any), itself included; ``aggregation``:
+    also a task's statistics across runs (the aggregate stage)."""
     from pelab.positional import scheme_names
     from pelab.tasks import TASKS, task_names
 
@@ -91,7 +93,7 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
         if path in seen:
             continue
         seen.add(path)
-        for name in imports(path, evaluation, evaluation and task is None):
+        for name in imports(path, evaluation, aggregation):
             if name in scheme_modules and name not in wanted_schemes and path.name == "registry.py":
                 continue  # the registry lists every scheme; the stage builds only its own
             in_task = next((pkg for pkg in task_packages if name == pkg or name.startswith(pkg + ".")), None)

@@ -36,20 +36,21 @@ def checked_study_lists(*, _root_: Any) -> str:
     Imports task code only when a task is listed twice, to name the study it belongs to."""
     from omegaconf import OmegaConf
 
-    from pelab.studies import STUDIES
+    from pelab.studies import STUDIES, StudyRecord, as_list
 
-    raw = OmegaConf.to_container(_root_, resolve=False)
-    raw.pop(STUDY_LISTS_KEY, None)
-    listed: dict[str, str] = {}
+    listed: dict[str, StudyRecord] = {}
     for study in STUDIES:
-        for task in study.values(raw, study.tasks_key):
+        node = OmegaConf.select(_root_, study.tasks_key)  # resolved: a list may be an interpolation
+        lists = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        for task in as_list(study.tasks_key, lists):
             if task in listed:
                 from pelab.params import check_task_in
 
-                for name in (listed[task], study.name):
-                    check_task_in(next(s for s in STUDIES if s.name == name), task)
-                raise ValueError(f"task {task!r} is listed twice, in {listed[task]} and {study.tasks_key}")
-            listed[task] = study.name
+                for home in (listed[task], study):
+                    check_task_in(home, task)
+                where = {listed[task].tasks_key: None, study.tasks_key: None}
+                raise ValueError(f"task {task!r} is listed twice, in {' and '.join(where)}")
+            listed[task] = study
     return "checked"
 
 

@@ -117,30 +117,33 @@ class StudyRecord:
 
     def owns(self, task_module: str) -> bool:
         """Whether the task whose class lives in ``task_module`` belongs to this study: a study with a package owns
-        the tasks of ``pelab.tasks.<package>`` or of a top-level package ``<package>`` (a plugin's, the tests'), the
-        main study every other."""
+        the tasks of ``pelab.tasks.<package>`` or of a top-level package ``<package>`` (a plugin's, the tests'; so a
+        plugin package named like a study, ``lm``, joins it), the main study every other."""
         parts = task_module.split(".")
         folder = (parts[2] if len(parts) > 2 else None) if parts[:2] == ["pelab", "tasks"] else parts[0]
         packages = {s.package for s in STUDIES if s.package}
         return folder == self.package if self.package else folder not in packages
 
     def values(self, params: dict[str, Any], key: str) -> list[str]:
-        """The list at dotted ``key`` of composed ``params`` ([] where absent)."""
+        """The list at dotted ``key`` of composed ``params`` ([] where absent); one line where it is not a list."""
         node: Any = params
         for part in key.split("."):
-            node = (node or {}).get(part)
-        return list(node or [])
+            node = (node or {}).get(part) if isinstance(node or {}, dict) else None
+        return as_list(key, node)
 
     def schemes_in(self, params: dict[str, Any]) -> list[str]:
         """Its schemes in composed ``params``; [] when it has no task there (the study is off)."""
         return self.values(params, self.schemes_key) if self.values(params, self.tasks_key) else []
 
-    def set(self, params: dict[str, Any], key: str, value: list[str]) -> None:
-        """Set the list at dotted ``key`` of raw ``params`` to ``value`` (in place)."""
+    @staticmethod
+    def set(params: dict[str, Any], key: str, value: list[str]) -> None:
+        """Set the list at dotted ``key`` of raw ``params`` to ``value`` (in place; a null parent becomes {})."""
         *parents, last = key.split(".")
         node = params
         for part in parents:
-            node = node.setdefault(part, {})
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
         node[last] = list(value)
 
 
@@ -158,6 +161,13 @@ STUDIES: list[StudyRecord] = [
                 about="the language-model study (pelab/tasks/lm): trained on real text at context L, scored at L..8L"),
 ]
 STAGE_KINDS = ("prepare", "run", "tune")  # a task's data; a (task, scheme)'s (or task's) runs, scored; tuned, scored
+
+
+def as_list(key: str, node: Any) -> list[str]:
+    """``node``, the value at params ``key``, as a list ([] for null); one line where it is not a list."""
+    if node is not None and not isinstance(node, (list, tuple)):
+        raise ValueError(f"{key} must be a list, e.g. '{key}=[{node}]', got {node!r}")
+    return list(node or [])
 
 
 def study_of(task_module: str) -> StudyRecord:

@@ -300,7 +300,8 @@ def study_of_task(task: str) -> StudyRecord:
 
 
 def _root_deps(script: str) -> set[str]:
-    return {p.relative_to(ROOT).as_posix() for p in compress(closure(ROOT / "stages" / script, None, None, True))}
+    found = closure(ROOT / "stages" / script, None, None, True, aggregation=script == "aggregate.py")
+    return {p.relative_to(ROOT).as_posix() for p in compress(found)}
 
 
 ROOT_COMMENTS = {

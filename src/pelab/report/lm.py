@@ -141,6 +141,17 @@ def steps_trained(records: pd.DataFrame, configured: int) -> int:
     return int(found.max()) if not found.empty else int(configured)
 
 
+def where_crop_is_a_control(records: pd.DataFrame, context: int) -> pd.DataFrame:
+    """``records`` without the crop-to-L rows where crop is no control: every non-overlapping window (its first
+    tokens read fewer than L tokens, crop's read exactly L) and the sliding window below 2L (a scored token there
+    reads fewer than L tokens). From 2L on, every scored token of the sliding window reads at least L tokens (its
+    stride is at most half the window), so crop is what reading no further than L gives."""
+    crop = records["pe"].str.endswith("+crop")
+    length = pd.to_numeric(records["length"], errors="coerce")
+    short = (records["split"] == "sliding") & (length < 2 * context)
+    return records[~(crop & ((records["split"] == "window") | short))]
+
+
 def section(ctx: ReportContext) -> list[str]:
     if not ctx.has_task(TASK):
         return []
@@ -152,7 +163,8 @@ def section(ctx: ReportContext) -> list[str]:
     context = cfg.data.context
     lengths = [k * context for k in cfg.eval.multiples]
     far = 4 * context if 4 * context in lengths else lengths[-1]
-    draw_by_length({title: by_length(records, protocol, "ppl") for protocol, title in (
+    drawn = where_crop_is_a_control(records, context)
+    draw_by_length({title: by_length(drawn, protocol, "ppl") for protocol, title in (
         ("window", "non-overlapping windows"), ("sliding", "sliding window"))}, schemes + variants,
         dict.fromkeys(("non-overlapping windows", "sliding window"), context), ctx.figure(PPL_FIGURE), log=True,
         xlabel="evaluation length T (tokens)", ylabel="test perplexity", title="LM: perplexity against evaluation "

@@ -230,7 +230,8 @@ def cropped_nll(model: SequenceTransformer, docs: list[torch.Tensor], window: in
 def crop(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device,
          lengths: list[int]) -> list[dict[str, Any]]:
     """The crop-to-L baseline: every scored token read from exactly the L tokens before it (a sliding window of L
-    with stride 1; the positions those L tokens had in training). The scored tokens are the same at every T, so its
+    with stride 1; the positions those L tokens had in training). The scored tokens are the same at every T (the
+    other protocols' tokens, or the first ``lm.eval.crop_targets`` of each speech where set: full_shape), so its
     perplexity is one number, recorded at every T under ``window_crop`` and ``sliding_crop``; no passkey: a key more
     than L tokens back is out of its reach by construction."""
     nll, count = cropped_nll(model, data.test, cfg.data.context, cfg.eval.batch_size, device, cfg.eval.crop_targets)
