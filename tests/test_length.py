@@ -4,6 +4,7 @@ the tasks through the one runner."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -700,3 +701,26 @@ def test_effective_length_is_the_longest_length_up_to_which_accuracy_holds():
             for n, v in by.items() for metric in ("token_accuracy", "exact_match")]
     found = {r["split"]: r["value"] for r in effective_lengths(rows, menu, train_max=2, threshold=0.9)}
     assert found == {"effective": 2.0, "effective_pi": 3.0, "effective_yarn": 1.0}
+
+
+def test_recall_s_in_context_floor_is_what_answering_any_value_of_the_context_scores():
+    """Issue 53: recall's chance is 1/K, but a model that answers each query with some value of its row's context
+    scores (1 + (n - 1)/K)/n; simulated on drawn rows, and averaged over the quick profile's lengths as the test
+    split's in/beyond rows are (0.360 within N, 0.085 beyond)."""
+    from pelab.tasks.length.data.problems import Recall
+    from pelab.tasks.length.evaluate import facts
+
+    problem, generator = Recall(), torch.Generator().manual_seed(0)
+    cfg = LengthDataConfig(n_symbols=10, train_max=8, test_max=32, n_train=64, n_test=16)
+    for n in (1, 3, 12):
+        rows = problem.draw(cfg, n, 400, generator)  # (400, 3n): n (key, value) pairs, then the n queries
+        values = rows[:, 1:2 * n:2]  # (400, n) the context's value slots
+        guess = values.gather(1, torch.randint(0, n, (400, n), generator=generator))  # any value of the context
+        answer = problem.question_answer(rows, problem.symbols(cfg))[1]
+        assert float((guess == answer).float().mean()) == pytest.approx(problem.in_context_floor(cfg, n), abs=0.03)
+    data = SimpleNamespace(problem=problem, config=cfg, splits={"test": {n: None for n in range(1, 33)}})
+    found = {(r["metric"], r["length"]): r["value"] for r in facts(data, True, lambda n: 3 * n)}
+    assert found[("chance", "all")] == pytest.approx(1 / 32)
+    assert found[("floor_in", "all")] == pytest.approx(0.360, abs=5e-4)
+    assert found[("floor_beyond", "all")] == pytest.approx(0.085, abs=5e-4)
+    assert found[("floor", 1)] == 1.0 and ("floor", 33) not in found

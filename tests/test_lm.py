@@ -384,3 +384,24 @@ def test_the_crop_line_is_drawn_only_where_it_is_a_control():
     crop = kept[kept["pe"] == "rope+crop"]
     assert sorted(zip(crop["split"], crop["length"])) == [("at_4L", "all"), ("sliding", "128"), ("sliding", "256")]
     assert len(kept[kept["pe"] == "rope"]) == 6  # every trained scheme's row kept
+
+
+def test_flat_is_judged_against_the_scheme_s_own_crop_to_l_on_every_seed():
+    """Issue 53: a scheme is called flat only where its sliding perplexity at 4L is within the margin of its own at L
+    and of its own crop to L (the control for reading no further than L), on every seed."""
+    import pandas as pd
+
+    from pelab.report.lm import reading
+
+    rows = []
+    for scheme, ratio, far, crop in (("a", 1.02, 10.1, 10.0), ("b", 1.05, 12.0, 10.0)):
+        for seed in (0, 1):
+            for pe, split, metric, value in ((scheme, "at_4L", "ppl_ratio", ratio), (scheme, "at_4L", "ppl_sliding", far),
+                                             (f"{scheme}+crop", "at_4L", "ppl_sliding", crop),
+                                             (scheme, "at_L", "passkey", 0.0), (scheme, "beyond", "passkey", 0.0),
+                                             (scheme, "at_L", "passkey_digits", 0.1)):
+                rows.append({"task": "lm", "pe": pe, "seed": seed, "split": split, "length": "all", "metric": metric,
+                             "value": value})
+    text = reading(pd.DataFrame(rows), ["a", "b"], 64, 256)
+    assert "`a` 1.01×, `b` 1.20×" in text  # each against its own crop
+    assert "flat (both ≤ 1.10× on every seed) for `a` (1.02×)" in text and "`b` (1.05×)" not in text

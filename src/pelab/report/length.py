@@ -19,9 +19,16 @@ STUDY = "length"  # the study this section reports (its record in pelab.studies)
 TOKEN_FIGURE, EXACT_FIGURE = "length_token_accuracy.png", "length_exact_match.png"
 
 
+def floors(ctx: ReportContext, task: str) -> dict[int, float]:
+    """{n: the task's in-context floor at n pairs} as evaluation recorded it ({} for a task whose floor is chance)."""
+    rows = ctx.records[(ctx.records["task"] == task) & (ctx.records["split"] == "task")
+                       & (ctx.records["metric"] == "floor")].drop_duplicates("length")
+    return dict(sorted(zip(rows["length"].astype(int), rows["value"].astype(float))))
+
+
 def reading(ctx: ReportContext, task: str, chance: float) -> str:
     """Sentences from the numbers: who fits the training lengths, who holds up beyond, who is at ``chance`` (per
-    answer symbol)."""
+    answer symbol) or, where the task has one, at its in-context floor beyond N."""
     schemes, records = list(ctx.params.schemes_of(task)), ctx.records
     beyond = {s: seed_summary(records, task, s, "beyond", "token_accuracy")["mean"] for s in schemes}
     inside = {s: seed_summary(records, task, s, "in", "exact_match")["mean"] for s in schemes}
@@ -35,9 +42,11 @@ def reading(ctx: ReportContext, task: str, chance: float) -> str:
                      "every_seed": [s for s in schemes if effective[s] and min(effective[s]) >= n],
                      "not": [(s, token_in[s], sum(e >= n for e in effective[s]), len(effective[s])) for s in schemes
                              if not effective[s] or min(effective[s]) < n]}
+    floor = ctx.fact(task, "floor_beyond") if floors(ctx, task) else None
     return fill("length_reading.md", task=task, n=len(schemes), fit=[s for s in schemes if inside[s] >= 0.9],
-                best=best, best_accuracy=beyond[best], chance=chance,
-                near_chance=[s for s in schemes if beyond[s] <= chance + 0.05], retrieval=retrieval)
+                best=best, best_accuracy=beyond[best], chance=chance, floor=floor,
+                near_chance=[s for s in schemes if beyond[s] <= (chance if floor is None else floor) + 0.05],
+                retrieval=retrieval)
 
 
 def is_recall(task: str) -> bool:
@@ -54,15 +63,17 @@ def section(ctx: ReportContext) -> list[str]:
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: ctx.fact(t, "chance") for t in tasks}  # per answer symbol, as evaluation recorded it
+    floor_lines = {t: floors(ctx, t) or chance[t] for t in tasks}  # recall: its in-context floor by length
     by_length = records[(records["split"] == "test") & (records["length"] != "all")]
     by_length = by_length.assign(length=by_length["length"].astype(int))
     for metric, figure, label in (("token_accuracy", TOKEN_FIGURE, "token accuracy of the answer"),
                                   ("exact_match", EXACT_FIGURE, "exact match of the answer")):
         rows = by_length[by_length["metric"] == metric]
         draw_by_length({t: rows[rows["task"] == t] for t in tasks}, schemes + variants, train_max, ctx.figure(figure),
-                       xlabel="input length n", ylabel=label, chance=chance if metric == "token_accuracy" else None,
+                       xlabel="input length n", ylabel=label, chance=floor_lines if metric == "token_accuracy" else None,
                        title=f"Length generalisation: {label} (line = mean over seeds, band = min–max; grey = training "
-                       "lengths" + (", dotted = chance)" if metric == "token_accuracy" else ")"))
+                       "lengths" + (", dotted = chance or recall's in-context floor)" if metric == "token_accuracy"
+                                    else ")"))
     header = ["scheme", *(f"{t}: {where}" for t in tasks for where in ("in", "beyond"))]
 
     def row(name: str, metric: str, bold: bool) -> list[str]:
@@ -100,6 +111,7 @@ def section(ctx: ReportContext) -> list[str]:
         threshold=cfg.eval.effective_threshold,
         recall=[t for t in tasks if is_recall(t)],
         keys={t: round(1 / chance[t]) for t in tasks if is_recall(t)},
+        floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks if floors(ctx, t)},
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
         token_figure=TOKEN_FIGURE, exact_figure=EXACT_FIGURE,
         rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows))

@@ -101,8 +101,13 @@ def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -
     """Sentences from the numbers: whose perplexity stays flat to ``far`` tokens, whose explodes, and whether
     flat perplexity comes with retrieval beyond L."""
     ratio = {s: mean(records, s, "at_4L", "ppl_ratio") for s in schemes}
-    # flat: every seed within the margin, not the mean alone
-    worst = {s: max(seed_values(records, TASK, s, "at_4L", "ppl_ratio"), default=math.inf) for s in schemes}
+    # against the control, the scheme's own crop to L (every scored token read from exactly L tokens), seed by seed
+    vs_crop = {s: [far / crop for far, crop in zip(seed_values(records, TASK, s, "at_4L", "ppl_sliding"),
+                                                  seed_values(records, TASK, f"{s}+crop", "at_4L", "ppl_sliding"))]
+               for s in schemes}
+    # flat: every seed within the margin of its own ppl at L and of its own crop, not the mean alone
+    worst = {s: max([*seed_values(records, TASK, s, "at_4L", "ppl_ratio"), *vs_crop[s]], default=math.inf)
+             for s in schemes}
     at_l = {s: mean(records, s, "at_L", "passkey") for s in schemes}
     beyond = {s: mean(records, s, "beyond", "passkey") for s in schemes}
     flat = [s for s in schemes if worst[s] <= FLAT]
@@ -111,6 +116,8 @@ def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -
     names = lambda group, values, form: ", ".join(form.format(s, values[s]) for s in group)  # noqa: E731
     return fill("lm_reading.md", far=far, context=context, flat_limit=f"{FLAT:.2f}", explodes_limit=f"{EXPLODES:g}",
                 flat=names(flat, ratio, "`{}` ({:.2f}×)"),
+                vs_crop=names([s for s in schemes if vs_crop[s]], {s: float(np.mean(v)) for s, v in vs_crop.items() if v},
+                              "`{}` {:.2f}×"),
                 explodes=names([s for s in schemes if ratio[s] >= EXPLODES], ratio, "`{}` ({:.2f}×)"),
                 digits=names(schemes, {s: mean(records, s, "at_L", "passkey_digits") for s in schemes}, "`{}` {:.2f}"),
                 learned=names(learned, at_l, "`{}` ({:.2f})"), kept=names(kept, beyond, "`{}` ({:.2f})"),

@@ -144,7 +144,7 @@ def draw_curves(curves: pd.DataFrame, schemes: list[str], panels: list[tuple[str
 
 
 def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained: dict[str, float], path: Path, *,
-                   xlabel: str, ylabel: str, title: str, chance: dict[str, float] | None = None,
+                   xlabel: str, ylabel: str, title: str, chance: dict[str, float | dict[int, float]] | None = None,
                    log: bool = False) -> Path:
     """A panel per entry of ``panels`` ({panel title: rows with columns pe, seed, length, value}), two to a row: per
     scheme the mean over seeds (line; an evaluation-time variant dashed or dotted in its scheme's colour) over the
@@ -168,8 +168,12 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
         for scheme in named:
             stats = seed_band(rows[rows["pe"] == scheme], "length")
             band(ax, stats["length"], stats, colours[scheme], scheme, marker="o", ms=3, lw=1.6, ls=line_style(scheme))
-        if chance and name in chance:
-            ax.axhline(chance[name], color="0.4", ls=":", lw=1)
+        if chance and name in chance:  # a level, or one per length (recall's in-context floor)
+            level = chance[name]
+            if isinstance(level, dict):
+                ax.plot(list(level), list(level.values()), color="0.4", ls=":", lw=1)
+            else:
+                ax.axhline(level, color="0.4", ls=":", lw=1)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel(xlabel)
     for ax in axes[:, 0]:

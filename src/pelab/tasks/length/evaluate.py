@@ -192,8 +192,20 @@ def effective_lengths(rows: list[dict[str, Any]], menu, train_max: int, threshol
 
 def facts(data: LengthData, causal: bool, row_length: Callable[[int], int]) -> list[dict[str, Any]]:
     """What the report states about the task itself (it reads records, not the task's code), split ``task``: chance
-    per answer symbol, the longest trained and evaluated rows in positions, the attention form (1 causal)."""
-    values = {"chance": 1.0 / data.problem.answer_alphabet(data.config),
-              "longest_trained_row": row_length(data.config.train_max),
-              "longest_eval_row": row_length(data.config.test_max), "causal": float(causal)}
-    return [{"split": "task", "length": "all", "metric": k, "value": float(v)} for k, v in values.items()]
+    per answer symbol, the longest trained and evaluated rows in positions, the attention form (1 causal); where the
+    problem has one (recall), its in-context floor (``Problem.in_context_floor``) at each test length (metric
+    ``floor``) and averaged over the lengths within and beyond N as the test split's ``in``/``beyond`` rows are
+    (``floor_in``, ``floor_beyond``)."""
+    cfg = data.config
+    values = {"chance": 1.0 / data.problem.answer_alphabet(cfg), "longest_trained_row": row_length(cfg.train_max),
+              "longest_eval_row": row_length(cfg.test_max), "causal": float(causal)}
+    floors = {n: data.problem.in_context_floor(cfg, n) for n in sorted(data.splits["test"])}
+    out = [{"split": "task", "length": "all", "metric": k, "value": float(v)} for k, v in values.items()]
+    if all(floor is not None for floor in floors.values()):
+        out += [{"split": "task", "length": n, "metric": "floor", "value": float(v)} for n, v in floors.items()]
+        for where, lengths in (("in", [n for n in floors if n <= cfg.train_max]),
+                               ("beyond", [n for n in floors if n > cfg.train_max])):
+            if lengths:
+                out.append({"split": "task", "length": "all", "metric": f"floor_{where}",
+                            "value": sum(floors[n] for n in lengths) / len(lengths)})
+    return out
