@@ -10,6 +10,7 @@ import click
 from _common import one_line_errors, params_option
 
 from pelab.params import load_params
+from pelab.tasks import get_task
 
 CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
 
@@ -20,6 +21,8 @@ CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
 @one_line_errors
 def main(params_path: str, out_path: str) -> None:
     params = load_params(params_path)
+    for task in params.tasks:  # what prepare will read beside params (a corpus folder)
+        get_task(task).check_inputs(params.task(task))
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists() or out.read_text() != CHECKED:

@@ -405,3 +405,14 @@ def test_flat_is_judged_against_the_scheme_s_own_crop_to_l_on_every_seed():
     text = reading(pd.DataFrame(rows), ["a", "b"], 64, 256)
     assert "`a` 1.01×, `b` 1.20×" in text  # each against its own crop
     assert "flat (both ≤ 1.10× on every seed) for `a` (1.02×)" in text and "`b` (1.05×)" not in text
+
+
+def test_a_folder_corpus_is_checked_where_it_is_read_not_whenever_params_load(tmp_path):
+    """Issue 53: prepared data stays usable once its folder moves; the check stage and prepare still refuse a
+    missing folder in one line."""
+    from pelab.tasks import get_task
+
+    folder = tmp_path / "gone"
+    params = parse_params(_folder_raw(folder))  # loads: every stage after prepare reads params, not the folder
+    with pytest.raises(ValueError, match=r"^unknown lm.data.corpus '.*gone': no such corpus or folder; valid "):
+        get_task("lm").check_inputs(params.task("lm"))

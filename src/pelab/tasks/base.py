@@ -128,6 +128,11 @@ class Task(ABC):
         self.check(cfg)
         return cfg
 
+    def check_inputs(self, cfg: TaskConfig) -> None:
+        """What the task's prepare reads beside params (a corpus folder), checked in one line by the check stage and
+        by prepare, not whenever params load, so that prepared data stays usable once its source moves. Nothing by
+        default."""
+
     def check(self, cfg: TaskConfig) -> None:
         """Cross-section checks: each scheme's positional modules (bidirectional and causal) can be built at the
         model's width and encode every length the task uses. Only those modules are built, not whole models:

@@ -25,9 +25,8 @@ class LMDataConfig:
     # context only (a multiple of every evaluation length: every protocol and length scores exactly these tokens)
 
     def __post_init__(self) -> None:
-        from pelab.tasks.lm.data.corpus import check_corpus  # the package imports this module
-
-        check_corpus(self.corpus)
+        # a folder corpus is checked where it is read (the check stage and prepare: ``LMTask.check_inputs``), not
+        # whenever params load: prepared data stays usable once the folder moves
         if self.vocab_size < 300:
             raise ValueError(f"lm.data.vocab_size must be >= 300, got {self.vocab_size}")
         if self.context < 48:

@@ -63,6 +63,11 @@ class LMTask(Task):
     tunes_on_validation_split = True  # held out from training and from every test set
     ranked_by = ("ppl_4L", False)  # perplexity at 4L: lower is better
 
+    def check_inputs(self, cfg: TaskConfig) -> None:
+        from pelab.tasks.lm.data.corpus import check_corpus
+
+        check_corpus(cfg.data.corpus)
+
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         lm_data.prepare(cfg.data, out_dir)
 
