@@ -348,7 +348,7 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
     context, net = 60, model("rope")
     cfg = SimpleNamespace(data=SimpleNamespace(context=context),
                           eval=SimpleNamespace(multiples=(1, 2, 8), effective_threshold=0.9))
-    rows = lm_evaluate.evaluate(cfg, net, SimpleNamespace(tokenizer=FakeTokenizer()), torch.device("cpu"))
+    rows = lm_evaluate.evaluate(cfg, net, SimpleNamespace(tokenizer=FakeTokenizer(), meta={}), torch.device("cpu"))
     assert calls[0] == ("", (60, 120, 480), net.pe)
     by_variant = {suffix: [(lengths[0], pe) for s, lengths, pe in calls[1:] if s == suffix]
                   for suffix, _, _ in calls[1:]}
@@ -416,3 +416,29 @@ def test_a_folder_corpus_is_checked_where_it_is_read_not_whenever_params_load(tm
     params = parse_params(_folder_raw(folder))  # loads: every stage after prepare reads params, not the folder
     with pytest.raises(ValueError, match=r"^unknown lm.data.corpus '.*gone': no such corpus or folder; valid "):
         get_task("lm").check_inputs(params.task("lm"))
+
+
+def test_a_folder_of_a_few_books_is_cut_into_parts_and_a_file_not_in_utf8_is_named(tmp_path):
+    """Issue 53: five books, one file each, gave no test document (every 5th is test); files longer than 40,000
+    characters are cut into parts at paragraph breaks, held out by part, and evaluation records how many were cut
+    (the report says the split is within documents). A file that is not UTF-8 is named in one line."""
+    from pelab import io
+    from pelab.tasks import get_task
+    from pelab.tasks.lm.data.corpus import PART_CHARS, read_folder
+
+    folder = tmp_path / "books"
+    folder.mkdir()
+    for k in range(5):
+        paragraph = " ".join(WORDS[(k * 5 + i) % len(WORDS)] for i in range(60)) + ".\n\n"
+        (folder / f"book_{k}.txt").write_text(paragraph * (2 * PART_CHARS // len(paragraph) + 3), encoding="utf-8")
+    documents = read_folder(str(folder))
+    assert len(documents) == 15 and all(len(text) <= PART_CHARS for text in documents.values())
+    assert list(documents)[:3] == ["book_0#0", "book_0#1", "book_0#2"]
+    assert "".join(documents[f"book_1#{k}"] for k in range(3)) == (folder / "book_1.txt").read_text()
+    params = parse_params(_folder_raw(folder))
+    get_task("lm").prepare(params.task("lm"), tmp_path / "data")
+    split = io.read_json(tmp_path / "data" / "meta.json")["speeches"]
+    assert split["test"] and split["val"] and all("#" in name for names in split.values() for name in names)
+    (folder / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt is not UTF-8 text \(invalid continuation byte at byte 3\)"):
+        read_folder(str(folder))

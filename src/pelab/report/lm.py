@@ -142,6 +142,12 @@ def epochs_read(records: pd.DataFrame, schemes: list[str]) -> float | None:
     return float(found["value"].mean()) if not found.empty else None
 
 
+def documents_cut(records: pd.DataFrame) -> int:
+    """How many of a folder corpus's files were cut into parts before the split (0 where none, or not recorded)."""
+    found = records[(records["split"] == "task") & (records["metric"] == "documents_cut")]["value"]
+    return int(found.max()) if not found.empty else 0
+
+
 def steps_trained(records: pd.DataFrame, configured: int) -> int:
     """The steps the runs trained (``lm.train.epochs`` may set them), else the configured number."""
     found = records[(records["split"] == "train") & (records["metric"] == "steps")]["value"]
@@ -196,6 +202,7 @@ def section(ctx: ReportContext) -> list[str]:
         "lm.md", model=cfg.model, data=cfg.data, train=cfg.train, context=context, lengths=lengths, far=far,
         epochs=epochs_read(records, schemes), steps=steps_trained(records, cfg.train.steps),
         scored=int(tokens["value"].iloc[0]) if not tokens.empty else 0, stride=cfg.eval.sliding_stride,
+        cut=documents_cut(records),
         trials=cfg.eval.passkey_trials, notes=choices(ctx, schemes, variants), table_l=table_l, table_far=table_far,
         table_passkey=table_passkey, threshold=cfg.eval.effective_threshold,
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),

@@ -49,6 +49,7 @@ from pelab.positional.temperature import TEMPERATURE
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
 from pelab.tasks.lm.data import LMData
+from pelab.tasks.lm.data.corpus import PART
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
 
 POSITION_BINS = 16
@@ -190,6 +191,9 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     PasskeyFormat.of(data.tokenizer).check(context)
     lengths = [k * context for k in cfg.eval.multiples]
     rows = score(model, cfg, data, device, "", lengths, lengths[-1])
+    # what the report states about the text: how many of a folder's files were cut into parts (corpus.read_folder)
+    cut = {name.split(PART)[0] for names in data.meta.get("speeches", {}).values() for name in names if PART in name}
+    rows.append({"split": "task", "length": "all", "metric": "documents_cut", "value": float(len(cut))})
     threshold = cfg.eval.effective_threshold
     out = rows + summaries(rows, context, threshold=threshold)
     menu = (*model.pe.evaluation_variants(), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature

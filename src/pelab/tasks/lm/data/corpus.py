@@ -76,14 +76,40 @@ def check_corpus(corpus: str) -> None:
         raise ValueError(f"lm.data.corpus {corpus!r}: the folder holds no .txt file; {choices}")
 
 
+PART_CHARS = 40_000  # a folder's document longer than this is cut into parts of about this many characters
+PART = "#"  # a part's name: <file stem>#<k>
+
+
 def read_folder(corpus: str) -> dict[str, str]:
-    """{file stem: text} of every ``.txt`` file in the folder, in file-name order."""
+    """{name: text} of every ``.txt`` file in the folder, in file-name order: its stem, or, for a file longer than
+    ``PART_CHARS`` characters (a book), ``<stem>#<k>`` for each of its parts (``cut``), so that a handful of books
+    gives test and validation documents as they are; the split is then within documents, which the report says."""
     check_corpus(corpus)
-    documents = {p.stem: p.read_text(encoding="utf-8") for p in sorted(Path(corpus).glob("*.txt"))}
-    empty = [name for name, text in documents.items() if not text.strip()]
-    if empty:
-        raise ValueError(f"lm.data.corpus {corpus!r}: empty document(s) {empty[:3]}; remove them")
+    documents = {}
+    for path in sorted(Path(corpus).glob("*.txt")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"lm.data.corpus {corpus!r}: {path.name} is not UTF-8 text ({err.reason} at byte "
+                             f"{err.start}); convert it, e.g. `iconv -f latin1 -t utf-8`") from None
+        if not text.strip():
+            raise ValueError(f"lm.data.corpus {corpus!r}: {path.name} is empty; remove it")
+        parts = cut(text)
+        documents.update({path.stem: text} if len(parts) == 1 else
+                         {f"{path.stem}{PART}{k}": part for k, part in enumerate(parts)})
     return documents
+
+
+def cut(text: str, size: int = PART_CHARS) -> list[str]:
+    """``text`` in parts of at most about ``size`` characters, each ending at the last paragraph break, else line
+    break, else space before its limit (a part with none of them ends at the limit); one part if it is short."""
+    parts = []
+    while len(text) > size:
+        window = text[:size]
+        end = next((i + len(mark) for mark in ("\n\n", "\n", " ") if (i := window.rfind(mark)) > size // 2), size)
+        parts.append(text[:end])
+        text = text[end:]
+    return [*parts, text] if text.strip() or not parts else parts
 
 
 def wikitext_articles(lines: Iterable[str], split: str) -> dict[str, str]:
