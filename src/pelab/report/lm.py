@@ -191,6 +191,8 @@ def section(ctx: ReportContext) -> list[str]:
     table_far, _ = comparison_table(records, TASK, schemes + variants, [
         ("at_4L", "ppl_window", f"ppl at {far}, windows"), ("at_4L", "ppl_sliding", f"ppl at {far}, sliding"),
         ("at_4L", "ppl_ratio", f"sliding ppl({far}) / ppl(L)")], digits=2, reference=reference)
+    retrieved = records[records["pe"].isin(readers) & records["split"].isin(["beyond", "at_L"])
+                        & (records["metric"] == "passkey") & (records["length"] == "all")]["value"]
     table_passkey, _ = comparison_table(records, TASK, readers, [
         ("beyond", "passkey", "passkey beyond L"), ("at_L", "passkey", "passkey at L"),
         ("beyond", "passkey_digits", "key digits beyond L"), ("at_L", "passkey_digits", "key digits at L")],
@@ -205,6 +207,7 @@ def section(ctx: ReportContext) -> list[str]:
         cut=documents_cut(records),
         trials=cfg.eval.passkey_trials, notes=choices(ctx, schemes, variants), table_l=table_l, table_far=table_far,
         table_passkey=table_passkey, threshold=cfg.eval.effective_threshold,
+        no_retrieval=bool(len(retrieved)) and bool((retrieved == 0).all()),
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
         reading=reading(records, readers, context, far),
         image=ctx.image, ppl_figure=PPL_FIGURE, position_figure=POSITION_FIGURE, passkey_figure=PASSKEY_FIGURE)
