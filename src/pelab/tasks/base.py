@@ -226,9 +226,11 @@ class Task(ABC):
 
     def plots(self) -> dict[str, tuple[str, str, str]]:
         """The curves `dvc plots show` draws for this task: {file suffix: (curve, title, y label)}, each curve the
-        mean over seeds that the aggregate stage writes to reports/plots/<task>_<suffix>.csv."""
-        return {"train_loss": ("loss", f"{self.name} — training loss (mean over seeds)", "cross-entropy"),
-                "val_loss": ("val_loss", f"{self.name} — validation loss (mean over seeds)", "cross-entropy")}
+        mean over seeds that the aggregate stage writes to reports/plots/<task>_<suffix>.csv. None by default: the
+        plots are listed in dvc.yaml whatever params run, and a plot whose task is not run is a file DVC misses
+        (`dvc plots show --json` then reports an error), so copy and translation, run by every profile, declare
+        theirs; every run's curves are in reports/plots/curves_per_seed.csv and dvclive/ whatever a task declares."""
+        return {}
 
     @abstractmethod
     def evaluate(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
