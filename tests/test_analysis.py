@@ -458,3 +458,17 @@ def test_the_scored_steps_flag_seeds_still_improving_and_seeds_overfitting():
     assert chosen.improving == 1  # seed 0: best at the last step
     assert chosen.overfitting == 1  # seed 1: 10% above its best; seed 2's 2.5% is within the 5% margin
     assert selection(pd.DataFrame(rows), "copy", "alibi") is None
+
+
+def test_variants_are_grouped_by_family_each_against_its_base_schemes() -> None:
+    """Issue 53: the trained schemes get their own tables and figures; each family of evaluation-time variants its
+    own, every variant beside the scheme whose runs it reads."""
+    from pelab.analysis.variants import families, family_rows
+
+    names = ["rope+PI", "rope+yarn", "rope+logn", "alibi+logn", "rope+crop", "recall_x+spread"]
+    groups = families(names)
+    assert list(groups) == ["RoPE's context extensions (HF names)", "the log-length temperature", "crop to L",
+                            "recall's spread axis"]
+    assert family_rows(groups["RoPE's context extensions (HF names)"]) == ["rope", "rope+PI", "rope+yarn"]
+    assert family_rows(groups["the log-length temperature"]) == ["rope", "rope+logn", "alibi", "alibi+logn"]
+    assert families([]) == {}

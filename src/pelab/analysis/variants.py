@@ -31,6 +31,32 @@ def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return pd.concat(frames, ignore_index=True), names
 
 
+# the families of variants, each tabulated and drawn on its own against its base schemes
+FAMILIES = {"RoPE's context extensions (HF names)": tuple(EXTENSIONS.values()),
+            "the log-length temperature": (TEMPERATURE.label,), "crop to L": ("crop",), "recall's spread axis": ("spread",)}
+
+
+def families(names: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """{family title: [(base scheme, variant name), …]} of the variants ``names`` (``<scheme>+<label>``), families
+    in ``FAMILIES`` order, only those with a variant."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for title, labels in FAMILIES.items():
+        found = [(name.rpartition("+")[0], name) for label in labels for name in names
+                 if name.rpartition("+")[2] == label]
+        if found:
+            out[title] = sorted(found, key=lambda pair: [n.rpartition("+")[0] for n in names].index(pair[0]))
+    return out
+
+
+def family_rows(pairs: list[tuple[str, str]]) -> list[str]:
+    """The rows of one family's table: each base scheme, then its variants."""
+    rows: list[str] = []
+    for base, name in pairs:
+        rows += [base] if base not in rows else []
+        rows.append(name)
+    return rows
+
+
 def variant_bases(names: list[str]) -> list[str]:
     """The schemes whose runs the extensions ``<scheme>+PI`` … extend, in order."""
     labels = set(EXTENSIONS.values())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pelab.analysis.paired import seed_summary, seed_values
 from pelab.analysis.ranking import ranking
-from pelab.analysis.variants import variant_bases, with_variants
+from pelab.analysis.variants import families, family_rows, variant_bases, with_variants
 from pelab.positional import Usage, draws_positions
 from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
@@ -69,7 +69,7 @@ def section(ctx: ReportContext) -> list[str]:
     for metric, figure, label in (("token_accuracy", TOKEN_FIGURE, "token accuracy of the answer"),
                                   ("exact_match", EXACT_FIGURE, "exact match of the answer")):
         rows = by_length[by_length["metric"] == metric]
-        draw_by_length({t: rows[rows["task"] == t] for t in tasks}, schemes + variants, train_max, ctx.figure(figure),
+        draw_by_length({t: rows[rows["task"] == t] for t in tasks}, schemes, train_max, ctx.figure(figure),
                        xlabel="input length n", ylabel=label, chance=floor_lines if metric == "token_accuracy" else None,
                        title=f"Length generalisation: {label} (line = mean over seeds, band = min–max; grey = training "
                        "lengths" + (", dotted = chance or recall's in-context floor)" if metric == "token_accuracy"
@@ -105,7 +105,10 @@ def section(ctx: ReportContext) -> list[str]:
                        randomized=[s for s in schemes if draws_positions(s)])
     return render(
         "length.md", data=cfg.data, model=cfg.model, train=cfg.train, notes=notes, n_seeds=len(ctx.seeds),
-        token_table=markdown_table(header, [row(name, "token_accuracy", True) for name in schemes + variants]),
+        token_table=markdown_table(header, [row(name, "token_accuracy", True) for name in schemes]),
+        variant_tables=[(title, markdown_table(header, [row(name, "token_accuracy", "+" in name)
+                                                        for name in family_rows(pairs)]))
+                        for title, pairs in families(variants).items()],
         exact_table=markdown_table(header, [row(name, "exact_match", False) for name in schemes + variants]),
         effective_table=markdown_table(["scheme", *tasks], [effective(name) for name in schemes + variants]),
         threshold=cfg.eval.effective_threshold,

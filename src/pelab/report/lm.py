@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pelab.analysis.paired import seed_summary, seed_values
-from pelab.analysis.variants import variant_bases, with_variants
+from pelab.analysis.variants import families, family_rows, variant_bases, with_variants
 from pelab.positional import Usage, draws_positions
 from pelab.positional.rope_extensions import yarn_attention_factor
 from pelab.report.common import scheme_choices, spread_over_seeds
@@ -28,6 +28,7 @@ from pelab.report.tables import comparison_table, markdown_table
 TASK = "lm"
 PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm_nll_by_position.png", \
     "lm_passkey.png"
+VARIANTS_FIGURE = "lm_variants_by_length.png"
 # sliding-window perplexity at 4L over the one at L (every scored token sees at least half a window): "flat" at most
 # FLAT, "explodes" at least EXPLODES
 FLAT, EXPLODES = 1.10, 2.0
@@ -176,21 +177,31 @@ def section(ctx: ReportContext) -> list[str]:
     context = cfg.data.context
     lengths = [k * context for k in cfg.eval.multiples]
     far = 4 * context if 4 * context in lengths else lengths[-1]
-    drawn = where_crop_is_a_control(records, context)
-    draw_by_length({title: by_length(drawn, protocol, "ppl") for protocol, title in (
-        ("window", "non-overlapping windows"), ("sliding", "sliding window"))}, schemes + variants,
+    draw_by_length({title: by_length(records, protocol, "ppl") for protocol, title in (
+        ("window", "non-overlapping windows"), ("sliding", "sliding window"))}, schemes,
         dict.fromkeys(("non-overlapping windows", "sliding window"), context), ctx.figure(PPL_FIGURE), log=True,
         xlabel="evaluation length T (tokens)", ylabel="test perplexity", title="LM: perplexity against evaluation "
-        "length (line = mean over seeds, band = min–max; dashed = training length L)")
-    draw_nll_by_position(records, readers, context, ctx.figure(POSITION_FIGURE))
+        "length, the trained schemes (line = mean over seeds, band = min–max; dashed = training length L)")
+    # each family of evaluation-time variants on its own panel, against its base schemes (sliding window)
+    drawn, groups = where_crop_is_a_control(records, context), families(variants)
+    if groups:
+        sliding = by_length(drawn, "sliding", "ppl")
+        draw_by_length({title: sliding[sliding["pe"].isin(family_rows(pairs))] for title, pairs in groups.items()},
+                       schemes + variants, dict.fromkeys(groups, context), ctx.figure(VARIANTS_FIGURE), log=True,
+                       xlabel="evaluation length T (tokens)", ylabel="test perplexity (sliding window)",
+                       title="LM: evaluation-time variants against their base schemes (base solid, variants dashed "
+                       "or dotted in its colour; crop from 2L on, where it is a control)")
+    draw_nll_by_position(records, schemes, context, ctx.figure(POSITION_FIGURE))
     draw_passkey(records, readers, ctx.figure(PASSKEY_FIGURE))
     reference = ctx.params.reference
     table_l, _ = comparison_table(records, TASK, schemes, [("at_L", "ppl_window", "ppl at L, windows"),
                                                           ("at_L", "ppl_sliding", "ppl at L, sliding")],
                                   digits=2, reference=reference)
-    table_far, _ = comparison_table(records, TASK, schemes + variants, [
-        ("at_4L", "ppl_window", f"ppl at {far}, windows"), ("at_4L", "ppl_sliding", f"ppl at {far}, sliding"),
-        ("at_4L", "ppl_ratio", f"sliding ppl({far}) / ppl(L)")], digits=2, reference=reference)
+    far_columns = [("at_4L", "ppl_window", f"ppl at {far}, windows"), ("at_4L", "ppl_sliding", f"ppl at {far}, sliding"),
+                   ("at_4L", "ppl_ratio", f"sliding ppl({far}) / ppl(L)")]
+    table_far, _ = comparison_table(records, TASK, schemes, far_columns, digits=2, reference=reference)
+    variant_tables = [(title, comparison_table(records, TASK, family_rows(pairs), far_columns[1:], digits=2)[0])
+                      for title, pairs in families(variants).items()]
     retrieved = records[records["pe"].isin(readers) & records["split"].isin(["beyond", "at_L"])
                         & (records["metric"] == "passkey") & (records["length"] == "all")]["value"]
     table_passkey, _ = comparison_table(records, TASK, readers, [
@@ -206,7 +217,8 @@ def section(ctx: ReportContext) -> list[str]:
         scored=int(tokens["value"].iloc[0]) if not tokens.empty else 0, stride=cfg.eval.sliding_stride,
         cut=documents_cut(records),
         trials=cfg.eval.passkey_trials, notes=choices(ctx, schemes, variants), table_l=table_l, table_far=table_far,
-        table_passkey=table_passkey, threshold=cfg.eval.effective_threshold,
+        table_passkey=table_passkey, threshold=cfg.eval.effective_threshold, variant_tables=variant_tables,
+        variants_figure=VARIANTS_FIGURE if groups else None,
         no_retrieval=bool(len(retrieved)) and bool((retrieved == 0).all()),
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
         reading=reading(records, readers, context, far),
