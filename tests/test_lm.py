@@ -186,11 +186,14 @@ def test_the_corpus_is_checked_by_sha256():
     ({"train": {"epochs": 0}}, "lm.train.epochs must be > 0"),
 ])
 def test_bad_lm_settings_fail_in_one_line(change, message):
+    from pelab.tasks import get_task
+
     raw = smoke_raw(tasks=[], lm_tasks=["lm"])
     for section, values in change.items():
         raw["lm"][section] = {**raw["lm"][section], **values}
     with pytest.raises(ValueError, match=message) as error:
-        parse_params(raw)
+        params = parse_params(raw)
+        get_task("lm").check_inputs(params.task("lm"))  # the corpus: where it is read (the check stage, prepare)
     assert "\n" not in str(error.value)
 
 

@@ -44,6 +44,10 @@ def reverse_split(n: int, length: int, generator: torch.Generator) -> dict[str, 
 
 class ReverseTask(Task):
     name = "tiny_reverse"
+
+    def plots(self):  # its training loss in `dvc plots show` (Task.plots; aggregate writes the CSV)
+        return {"train_loss": ("loss", "tiny reverse — training loss", "cross-entropy")}
+
     sections = {"data": ReverseData, "model": ModelConfig, "train": TrainConfig, "eval": ReverseEval}
     headline = {"test": ["exact_match"]}
     key_metrics = {"exact": (("test",), "exact_match")}
