@@ -397,17 +397,17 @@ def test_flat_is_judged_against_the_scheme_s_own_crop_to_l_on_every_seed():
     from pelab.report.lm import reading
 
     rows = []
-    for scheme, ratio, far, crop in (("a", 1.02, 10.1, 10.0), ("b", 1.05, 12.0, 10.0)):
+    for scheme, ratio, far, crop in (("a", 1.02, 10.1, 10.0), ("b", 1.05, 12.0, 10.0), ("b+PI", 1.01, 10.5, None)):
         for seed in (0, 1):
             for pe, split, metric, value in ((scheme, "at_4L", "ppl_ratio", ratio), (scheme, "at_4L", "ppl_sliding", far),
-                                             (f"{scheme}+crop", "at_4L", "ppl_sliding", crop),
+                                             *([(f"{scheme}+crop", "at_4L", "ppl_sliding", crop)] if crop else []),
                                              (scheme, "at_L", "passkey", 0.0), (scheme, "beyond", "passkey", 0.0),
                                              (scheme, "at_L", "passkey_digits", 0.1)):
                 rows.append({"task": "lm", "pe": pe, "seed": seed, "split": split, "length": "all", "metric": metric,
                              "value": value})
-    text = reading(pd.DataFrame(rows), ["a", "b"], 64, 256)
-    assert "`a` 1.01×, `b` 1.20×" in text  # each against its own crop
-    assert "flat (both ≤ 1.10× on every seed) for `a` (1.02×)" in text and "`b` (1.05×)" not in text
+    text = reading(pd.DataFrame(rows), ["a", "b", "b+PI"], 64, 256)
+    assert "`a` 1.01×, `b` 1.20×, `b+PI` 1.05×" in text  # each against its own crop (a variant: its base's)
+    assert "flat (both ≤ 1.10× on every seed) for `a` (1.02×), `b+PI` (1.01×)" in text and "`b` (1.05×)" not in text
 
 
 def test_a_folder_corpus_is_checked_where_it_is_read_not_whenever_params_load(tmp_path):

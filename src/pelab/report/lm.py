@@ -102,10 +102,11 @@ def reading(records: pd.DataFrame, schemes: list[str], context: int, far: int) -
     """Sentences from the numbers: whose perplexity stays flat to ``far`` tokens, whose explodes, and whether
     flat perplexity comes with retrieval beyond L."""
     ratio = {s: mean(records, s, "at_4L", "ppl_ratio") for s in schemes}
-    # against the control, the scheme's own crop to L (every scored token read from exactly L tokens), seed by seed
-    vs_crop = {s: [far / crop for far, crop in zip(seed_values(records, TASK, s, "at_4L", "ppl_sliding"),
-                                                  seed_values(records, TASK, f"{s}+crop", "at_4L", "ppl_sliding"))]
-               for s in schemes}
+    # against the control, the crop to L of the scheme's runs (every scored token read from exactly L tokens; a
+    # variant's runs are its base scheme's), seed by seed
+    vs_crop = {s: [far / crop for far, crop in zip(
+        seed_values(records, TASK, s, "at_4L", "ppl_sliding"),
+        seed_values(records, TASK, f"{s.partition('+')[0]}+crop", "at_4L", "ppl_sliding"))] for s in schemes}
     # flat: every seed within the margin of its own ppl at L and of its own crop, not the mean alone
     worst = {s: max([*seed_values(records, TASK, s, "at_4L", "ppl_ratio"), *vs_crop[s]], default=math.inf)
              for s in schemes}
