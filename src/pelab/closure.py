@@ -5,9 +5,8 @@ from, ``pelab.runner.kept_runs``); it imports neither.
 Imports are followed at module level and inside functions, never under ``if TYPE_CHECKING``, with three cuts that
 follow meaning:
 
-* a task's ``evaluate``, ``probe`` and ``captures`` methods and a scheme's ``evaluation_variants`` import
-  evaluation code (its evaluate.py, ``pelab.probe``, RoPE's extensions): followed for evaluation stages only, so
-  editing evaluation never retrains; a task's ``paired_records`` (statistics across its runs) only for the
+* a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py,
+  ``pelab.probe``): followed for evaluation stages only, so editing evaluation never retrains; a task's ``paired_records`` (statistics across its runs) only for the
   aggregate stage (``aggregation``), so editing it never re-scores a run;
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only the
   stage's scheme's is followed (and ``none``, the cross-attention scheme of encoder-decoders);
@@ -25,8 +24,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent  # src/pelab
 SRC = PACKAGE.parent
 ROOT = SRC.parent  # the repository: stages/ and src/
-# the methods that only evaluation runs: a task's scoring and probe, a scheme's evaluation-time variants
-EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluation_variants")
+EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 

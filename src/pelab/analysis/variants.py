@@ -1,5 +1,5 @@
 """Evaluation-time variants of a scheme's runs (RoPE's context extensions, ``pelab.positional.rope_extensions.MENU``:
-which scheme has them is evaluation's choice; recall's spread axis, ``pelab.tasks.length.evaluate.SPREAD``: the
+which scheme has them it declares, ``PositionalEncoding.variants``; recall's spread axis, ``pelab.tasks.length.evaluate.SPREAD``: the
 same runs on rows whose pairs lie further apart), recorded under split names with a suffix, as pseudo-schemes
 ``<scheme>+PI``, ``<scheme>+yarn``, ``<scheme>+spread`` … beside the schemes: the rows the length and LM sections
 tabulate and draw."""

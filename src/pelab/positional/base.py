@@ -49,6 +49,10 @@ class PositionalEncoding(nn.Module):
     # Training launches only device work (no host-side draws), so a CUDA graph replays it faithfully
     # (``training.graphs``).
     graph_safe: bool = True
+    # the family of evaluation-time variants its runs are also scored with beyond the trained length, without
+    # retraining (``positional.variants.MENUS``: "rope_extensions", RoPE's under HF's names), beside the temperature
+    # and crop every scheme gets; "" for none
+    variants: str = ""
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()
@@ -92,11 +96,6 @@ class PositionalEncoding(nn.Module):
     def check_length(self, length: int) -> None:
         """Raise ValueError if this scheme cannot encode positions 0..length-1."""
 
-    def evaluation_variants(self) -> tuple:
-        """The evaluation-time variants (``rope_extensions.Variant``) its runs are also scored with beyond the
-        trained length, without retraining, beside the temperature and crop every scheme is scored with; none by
-        default. Only evaluation calls it (``pelab.closure``: its imports are not what a run is trained from)."""
-        return ()
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, causal={self.causal}"

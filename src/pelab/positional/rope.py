@@ -40,6 +40,7 @@ class RotaryOptions:
 
 class RotaryPositionalEncoding(PositionalEncoding):
     Options = RotaryOptions
+    variants = "rope_extensions"  # scored with HF's context extensions too (positional.variants)
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float,
                  interpolation_factor: float = 1.0, base_rescale_factor: float = 1.0) -> None:
@@ -52,12 +53,6 @@ class RotaryPositionalEncoding(PositionalEncoding):
         self.base = base
         self.interpolation_factor = interpolation_factor
         self.base_rescale_factor = base_rescale_factor
-
-    def evaluation_variants(self) -> tuple:
-        """RoPE's context extensions under Hugging Face's names (``rope_extensions.MENU``)."""
-        from pelab.positional.rope_extensions import MENU
-
-        return MENU
 
     def scaled_positions(self, positions: torch.Tensor) -> torch.Tensor:
         """Positions as the rotation reads them: m/s under position interpolation, else unchanged."""

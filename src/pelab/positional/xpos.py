@@ -35,6 +35,7 @@ class XPosOptions:
 
 class XPosPositionalEncoding(RotaryPositionalEncoding):
     Options = XPosOptions
+    variants = ""  # none: HF's RoPE extensions rescale plain RoPE's angles, not xPos's decaying scale
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float,
                  gamma: float, scale_base: float) -> None:
@@ -43,10 +44,6 @@ class XPosPositionalEncoding(RotaryPositionalEncoding):
                              "query); use it with causal tasks, e.g. the length study's <problem>_causal")
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers, base=base)
         self.gamma, self.scale_base = gamma, scale_base
-
-    def evaluation_variants(self) -> tuple:
-        """None: Hugging Face's RoPE extensions rescale plain RoPE's angles, not xPos's decaying scale."""
-        return ()
 
     def decay(self, positions: torch.Tensor, sign: float) -> torch.Tensor:
         """(T,) -> (T, Dh): ζ_i^{sign·t/B}, each pair's factor repeated over its two dimensions."""

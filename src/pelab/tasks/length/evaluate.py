@@ -15,7 +15,7 @@ sequences of a length are split into ``eval.position_draws`` groups, group d pla
 length (the randomized-PE reference averages over sub-batches the same way), so one draw's luck does not
 decide a length's score, and every run and scheme sees the same draws (runs stay paired).
 
-A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``evaluation_variants``:
+A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``positional.variants``:
 ``rope_extensions.MENU``; no retraining; HF ``transformers``' names), for a row of T tokens when the longest trained row had L: ``PI`` (HF ``linear`` at
 s = T/L) and ``NTK`` (HF ``dynamic`` with factor 1, i.e. NTK-aware scaling at T/L) beyond N; ``dynamic``, ``yarn``
 and ``llama3`` at the factor a user would set to reach the longest evaluated row, ``yarn`` and ``llama3`` at every
@@ -33,6 +33,7 @@ import torch
 from pelab.device import autocast
 from pelab.positional.randomized import RandomizedPositions
 from pelab.positional.temperature import TEMPERATURE
+from pelab.positional.variants import evaluation_variants
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
 from pelab.tasks.length.data import LengthData
@@ -139,7 +140,7 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             by_range.setdefault(where, {}).setdefault(metric, []).append(value)
 
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
-    menu = (*model.pe.evaluation_variants(), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
+    menu = (*evaluation_variants(model.pe), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
     # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
     for n, sources in sorted(data.splits["test"].items()):

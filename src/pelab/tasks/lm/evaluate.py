@@ -25,7 +25,7 @@ sliding-window perplexity over the one at L, every scored token seeing at least 
 ``beyond`` (``passkey``, ``passkey_digits`` and ``passkey_digits_teacher_forced`` over every cell whose key is more
 than L tokens back, whatever the row's length; the digit shares also at L).
 
-A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``evaluation_variants``:
+A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``positional.variants``:
 ``rope_extensions.MENU``, HF ``transformers``' names; splits ``<split><suffix>``): ``PI`` (HF ``linear`` at s = T/L) and ``NTK`` (HF ``dynamic``
 with factor 1) at every T > L, ``dynamic`` there at the factor that reaches the longest T, ``yarn`` and ``llama3``
 at that factor at every T, L included (they change the model within L too). Randomized schemes are
@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
 from pelab.positional.temperature import TEMPERATURE
+from pelab.positional.variants import evaluation_variants
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
 from pelab.tasks.lm.data import LMData
@@ -196,7 +197,7 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     rows.append({"split": "task", "length": "all", "metric": "documents_cut", "value": float(len(cut))})
     threshold = cfg.eval.effective_threshold
     out = rows + summaries(rows, context, threshold=threshold)
-    menu = (*model.pe.evaluation_variants(), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
+    menu = (*evaluation_variants(model.pe), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
     for variant in menu:
         scored: list[dict[str, Any]] = []
         for length in [t for t in lengths if t > context or not variant.identity_within]:
