@@ -37,24 +37,20 @@ FAMILIES = {"RoPE's context extensions (HF names)": tuple(EXTENSIONS.values()),
 
 
 def families(names: list[str]) -> dict[str, list[tuple[str, str]]]:
-    """{family title: [(base scheme, variant name), …]} of the variants ``names`` (``<scheme>+<label>``), families
-    in ``FAMILIES`` order, only those with a variant."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for title, labels in FAMILIES.items():
-        found = [(name.rpartition("+")[0], name) for label in labels for name in names
-                 if name.rpartition("+")[2] == label]
-        if found:
-            out[title] = sorted(found, key=lambda pair: [n.rpartition("+")[0] for n in names].index(pair[0]))
-    return out
+    """{family title: [(base scheme, variant name), …]} of the variants ``names`` (``<scheme>+<label>``), in their
+    order, families in ``FAMILIES`` order, only those with a variant."""
+    pairs = [(name.rpartition("+")[0], name) for name in names]
+    found = {title: [(base, name) for base, name in pairs if name.rpartition("+")[2] in labels]
+             for title, labels in FAMILIES.items()}
+    return {title: found[title] for title in FAMILIES if found[title]}
 
 
 def family_rows(pairs: list[tuple[str, str]]) -> list[str]:
     """The rows of one family's table: each base scheme, then its variants."""
-    rows: list[str] = []
+    grouped: dict[str, list[str]] = {}
     for base, name in pairs:
-        rows += [base] if base not in rows else []
-        rows.append(name)
-    return rows
+        grouped.setdefault(base, []).append(name)
+    return [row for base, variants in grouped.items() for row in (base, *variants)]
 
 
 def variant_bases(names: list[str]) -> list[str]:
