@@ -383,9 +383,11 @@ def test_the_crop_line_is_drawn_only_where_it_is_a_control():
     rows = pd.DataFrame([{"pe": pe, "split": split, "length": str(t), "metric": "ppl", "value": 1.0}
                          for pe in ("rope", "rope+crop") for split in ("window", "sliding") for t in (64, 128, 256)]
                         + [{"pe": "rope+crop", "split": "at_4L", "length": "all", "metric": "ppl_sliding", "value": 1.0}])
-    kept = where_crop_is_a_control(rows, 64)
+    kept = where_crop_is_a_control(rows, 64, 0.5)  # a sliding window of T scores tokens reading >= T/2
     crop = kept[kept["pe"] == "rope+crop"]
     assert sorted(zip(crop["split"], crop["length"])) == [("at_4L", "all"), ("sliding", "128"), ("sliding", "256")]
+    wide = where_crop_is_a_control(rows, 64, 0.75)  # scored tokens read >= T/4: a control only from 4L on
+    assert sorted(wide[wide["pe"] == "rope+crop"]["length"]) == ["256", "all"]
     assert len(kept[kept["pe"] == "rope"]) == 6  # every trained scheme's row kept
 
 

@@ -156,14 +156,15 @@ def steps_trained(records: pd.DataFrame, configured: int) -> int:
     return int(found.max()) if not found.empty else int(configured)
 
 
-def where_crop_is_a_control(records: pd.DataFrame, context: int) -> pd.DataFrame:
+def where_crop_is_a_control(records: pd.DataFrame, context: int, stride: float) -> pd.DataFrame:
     """``records`` without the crop-to-L rows where crop is no control: every non-overlapping window (its first
-    tokens read fewer than L tokens, crop's read exactly L) and the sliding window below 2L (a scored token there
-    reads fewer than L tokens). From 2L on, every scored token of the sliding window reads at least L tokens (its
-    stride is at most half the window), so crop is what reading no further than L gives."""
+    tokens read fewer than L tokens, crop's read exactly L) and the sliding window at T where a scored token reads
+    fewer than L tokens. A sliding window of T scores its last ``stride``·T tokens, each reading at least
+    (1 − stride)·T tokens: from T ≥ L / (1 − stride) on (2L at the default stride 0.5) crop is what reading no
+    further than L gives."""
     crop = records["pe"].str.endswith("+crop")
     length = pd.to_numeric(records["length"], errors="coerce")
-    short = (records["split"] == "sliding") & (length < 2 * context)
+    short = (records["split"] == "sliding") & ~(length * (1 - stride) >= context)
     return records[~(crop & ((records["split"] == "window") | short))]
 
 
@@ -184,7 +185,7 @@ def section(ctx: ReportContext) -> list[str]:
         xlabel="evaluation length T (tokens)", ylabel="test perplexity", title="LM: perplexity against evaluation "
         "length, the trained schemes (line = mean over seeds, band = min–max; dashed = training length L)")
     # each family of evaluation-time variants on its own panel, against its base schemes (sliding window)
-    drawn, groups = where_crop_is_a_control(records, context), families(variants)
+    drawn, groups = where_crop_is_a_control(records, context, cfg.eval.sliding_stride), families(variants)
     if groups:
         sliding = by_length(drawn, "sliding", "ppl")
         draw_by_length({title: sliding[sliding["pe"].isin(family_rows(pairs))] for title, pairs in groups.items()},
