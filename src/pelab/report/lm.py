@@ -164,7 +164,8 @@ def where_crop_is_a_control(records: pd.DataFrame, context: int, stride: float) 
     further than L gives."""
     crop = records["pe"].str.endswith("+crop")
     length = pd.to_numeric(records["length"], errors="coerce")
-    short = (records["split"] == "sliding") & ~(length * (1 - stride) >= context)
+    # the first scored token reads T − round(stride·T) + 1 tokens (``evaluate.windows``), rounded as it rounds
+    short = (records["split"] == "sliding") & ~(length - (length * stride).round() + 1 >= context)
     return records[~(crop & ((records["split"] == "window") | short))]
 
 
@@ -192,7 +193,7 @@ def section(ctx: ReportContext) -> list[str]:
                        schemes + variants, dict.fromkeys(groups, context), ctx.figure(VARIANTS_FIGURE), log=True,
                        xlabel="evaluation length T (tokens)", ylabel="test perplexity (sliding window)",
                        title="LM: evaluation-time variants against their base schemes (base solid, variants dashed "
-                       "or dotted in its colour; crop from 2L on, where it is a control)")
+                       "or dotted in its colour; crop only where it is a control)")
     draw_nll_by_position(records, schemes, context, ctx.figure(POSITION_FIGURE))
     draw_passkey(records, readers, ctx.figure(PASSKEY_FIGURE))
     reference = ctx.params.reference
