@@ -42,25 +42,45 @@ def scores(rows: list[dict], context: int) -> dict[str, float]:
 @click.command()
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--steps", default=1500, show_default=True)
-@click.option("--documents", default=24, show_default=True, help="training speeches (fewer: more epochs)")
+@click.option("--epochs", type=float, default=None, help="budget in passes over the text (overrides --steps)")
+@click.option("--documents", type=int, default=24, show_default=True,
+              help="training speeches (fewer: more epochs; 0: all)")
 @click.option("--schemes", default="alibi,sinusoidal,rope", show_default=True)
 @click.option("--seeds", default="0,1", show_default=True)
 @click.option("--dropouts", default="0.0,0.1", show_default=True)
+@click.option("--passkey-shares", default="0.25", show_default=True)
+@click.option("--size", default="", help="model/data overrides, e.g. d_model=128,n_layers=4,context=128,lr=0.002")
+@click.option("--log-every", default=50, show_default=True)
 @click.option("--data", "data_dir", type=click.Path(path_type=Path), default=Path("/tmp/pelab-lm-budget"))
-def main(out: Path, steps: int, documents: int, schemes: str, seeds: str, dropouts: str, data_dir: Path) -> None:
+def main(out: Path, steps: int, epochs: float | None, documents: int, schemes: str, seeds: str, dropouts: str,
+         passkey_shares: str, size: str, log_every: int, data_dir: Path) -> None:
     raw = compose_params(ROOT / "conf", ["profile=quick"])
     raw.update({"tasks": [], "length_tasks": [], "lm_tasks": ["lm"], "lm_schemes": schemes.split(",")})
-    raw["lm"]["data"] = {**raw["lm"]["data"], "train_documents": documents}
-    raw["lm"]["train"] = {**raw["lm"]["train"], "steps": steps, "log_every": 50, "warmup_steps": 50}
+    overrides = dict(kv.split("=") for kv in size.split(",") if kv)
+    sections = {"data": ("context", "vocab_size"), "model": ("d_model", "n_layers", "n_heads", "d_ff"),
+                "train": ("lr", "batch_size", "warmup_steps")}
+    raw["lm"]["data"] = {**raw["lm"]["data"], "train_documents": documents or None}
+    raw["lm"]["train"] = {**raw["lm"]["train"], "steps": steps, "epochs": epochs, "log_every": log_every,
+                          "warmup_steps": 50}
+    for section, keys in sections.items():
+        for key in keys:
+            if key in overrides:
+                value = overrides.pop(key)
+                raw["lm"][section][key] = float(value) if "." in value else int(value)
+    if overrides:
+        raise click.BadParameter(f"unknown --size keys {sorted(overrides)}; valid: {sum(sections.values(), ())}")
     raw["lm"]["eval"] = {**raw["lm"]["eval"], "multiples": [1, 4], "passkey_trials": 10}
+    data_dir = data_dir / f"{raw['lm']['data']['vocab_size']}-{documents}"
     task = get_task("lm")
     results, started = [], time.time()
-    for dropout in (float(d) for d in dropouts.split(",")):
+    for dropout, share in ((float(d), float(p)) for d in dropouts.split(",") for p in passkey_shares.split(",")):
         raw["lm"]["model"] = {**raw["lm"]["model"], "dropout": dropout}
+        raw["lm"]["train"] = {**raw["lm"]["train"], "passkey_share": share}
         cfg = parse_params(raw).task("lm")
         if not (data_dir / "tokens.pt").exists():
             task.prepare(cfg, data_dir)
         data = task.load_data(data_dir)
+        cfg = task.budget(cfg, data)
         validate = task.validation(cfg, data, torch.device("cpu"))
         for scheme in schemes.split(","):
             for seed in (int(s) for s in seeds.split(",")):
@@ -81,7 +101,8 @@ def main(out: Path, steps: int, documents: int, schemes: str, seeds: str, dropou
                 final.load_state_dict(last)
                 at_last = scores(evaluate(cfg, final, data, torch.device("cpu")), cfg.data.context)
                 results.append({
-                    "scheme": scheme, "seed": seed, "dropout": dropout, "steps": steps,
+                    "scheme": scheme, "seed": seed, "dropout": dropout, "passkey_share": share,
+                    "steps": cfg.train.steps, "size": size,
                     "epochs": task.train_summary(cfg, data)["epochs"], "best_step": result.best_step,
                     "val_loss_best": result.best_val_loss, "val_loss_last": result.final_val_loss,
                     "curve": [{k: row[k] for k in ("step", "loss", "val_loss", "val_passkey")}

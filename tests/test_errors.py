@@ -254,7 +254,8 @@ def test_cli_run_choices_are_one_line(tmp_path: Path, option: str, value: str, e
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["pe=rotary"], "error: bad override in ['pe=rotary']: In 'config': Could not find 'pe/rotary'; valid choices: "
-                    "alibi, alibi_offset, alibi_sym, all, fire, learned, none, references, rope, sinusoidal, t5"),
+                    "alibi, alibi_offset, alibi_sym, all, command_a, fire, gemma3, gemma4, learned, llama4, none, "
+                    "references, rope, sinusoidal, smollm3, t5"),
     (["copy.train.stepz=3"], "error: bad override in ['copy.train.stepz=3']: Could not override 'copy.train.stepz'."),
     (["++copy.positional.t5.buckets=8"], "error: unknown option(s) ['buckets'] in copy.positional.t5; valid options: "
                                          "max_distance, num_buckets"),

@@ -22,6 +22,10 @@ SCHEMES = [s for s in scheme_names() if s != "xpos"]  # xpos: causal attention o
 RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5", "alibi_offset", "fire", "rand_rope"]
 ABSOLUTE_SCHEMES = ["sinusoidal", "learned", "rand_sinusoidal", "rand_learned"]
 BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
+# layouts: relative where every layer type is (RoPE, NoPE; sliding windows are relative spans); Llama 4's chunks and
+# query temperature are drawn at absolute positions, as in its modelling code
+RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4"]
+ABSOLUTE_SCHEMES += ["llama4"]
 
 TRAIN_LENGTH = 20
 VOCAB = 12
@@ -318,7 +322,7 @@ def test_trailing_padding_keeps_every_output_finite(scheme: str) -> None:
     (a NaN at a padded position would reach every position of the next layer through 0 · NaN)."""
     torch.manual_seed(0)
     t, d, h = 10, 32, 4
-    pe = build_positional_encoding(scheme, d_model=d, n_heads=h)
+    pe = build_positional_encoding(scheme, d_model=d, n_heads=h, n_layers=2)
     encoder = Encoder(pe, n_layers=2, d_ff=64, dropout=0.0).eval()
     x = torch.randn(2, t, d)
     pos = torch.arange(t)

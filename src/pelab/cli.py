@@ -86,12 +86,17 @@ def schemes() -> None:
     from dataclasses import asdict
 
     from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding
+    from pelab.positional.layout import Layout
 
     for name, cls in POSITIONAL_ENCODINGS.items():
         slots = [hook for hook in ("embed", "rotate", "bias")
                  if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
+        if issubclass(cls, Layout):
+            slots = ["per layer"]
         options = ", ".join(f"{k}={v}" for k, v in asdict(cls.Options()).items()) or "-"
         click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':19s} {cls.__name__:40s} options: {options}")
+        if issubclass(cls, Layout):
+            click.echo(f"{'':15s} source: {cls.source}")
 
 
 @main.command()

@@ -12,7 +12,7 @@ from pelab.positional.base import PositionalEncoding
 
 
 def check_depth(pe: PositionalEncoding, n_layers: int) -> None:
-    if pe.n_layers not in (1, n_layers):
+    if pe.n_layers not in ((n_layers,) if pe.per_layer else (1, n_layers)):
         raise ValueError(f"{type(pe).__name__} was built for {pe.n_layers} layers, the stack has {n_layers}")
 
 
@@ -104,7 +104,8 @@ class DecoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """A stack of encoder layers sharing one positional scheme (embed + rotate + bias)."""
+    """A stack of encoder layers under one positional scheme (embed + rotate + bias); layer i rotates with
+    ``pe.layer(i)`` (the scheme itself, or a layout's layer type)."""
 
     def __init__(self, pe: PositionalEncoding, n_layers: int, d_ff: int, dropout: float) -> None:
         super().__init__()
@@ -131,8 +132,8 @@ class Encoder(nn.Module):
             causal=self.pe.causal, key_padding_mask=key_padding_mask, device=x.device,
         )  # per layer: (B|1, H|1, T, T) or None
         attentions = []
-        for layer, bias in zip(self.layers, biases, strict=True):
-            x, weights = layer(x, pe=self.pe, positions=positions, attn_bias=bias, need_weights=need_weights)
+        for i, (layer, bias) in enumerate(zip(self.layers, biases, strict=True)):
+            x, weights = layer(x, pe=self.pe.layer(i), positions=positions, attn_bias=bias, need_weights=need_weights)
             attentions.append(weights)
         return self.norm(x), attentions
 
@@ -150,8 +151,8 @@ class Encoder(nn.Module):
         x = self.drop(self.pe.embed(x, q_pos))
         biases = layer_biases(self.pe, q_pos, positions, len(self.layers), q_len=n, k_len=total, causal=n > 1,
                               device=x.device)  # per layer: (1, H|1, n, t + n) or None
-        for layer, cache, bias in zip(self.layers, caches, biases, strict=True):
-            x = layer.extend(x, cache, pe=self.pe, q_pos=q_pos, attn_bias=bias)
+        for i, (layer, cache, bias) in enumerate(zip(self.layers, caches, biases, strict=True)):
+            x = layer.extend(x, cache, pe=self.pe.layer(i), q_pos=q_pos, attn_bias=bias)
         return self.norm(x)
 
 
@@ -186,9 +187,9 @@ class Decoder(nn.Module):
             key_padding_mask=memory_padding_mask, device=x.device,
         )  # per layer: (B|1, H|1, T, S) or None
         attentions = []
-        for layer, self_bias, cross_bias in zip(self.layers, self_biases, cross_biases, strict=True):
+        for i, (layer, self_bias, cross_bias) in enumerate(zip(self.layers, self_biases, cross_biases, strict=True)):
             x, weights = layer(
-                x, memory, pe=self.pe, cross_pe=self.cross_pe, positions=positions,
+                x, memory, pe=self.pe.layer(i), cross_pe=self.cross_pe.layer(i), positions=positions,
                 memory_positions=memory_positions, self_bias=self_bias, cross_bias=cross_bias,
                 need_weights=need_weights,
             )
@@ -213,7 +214,8 @@ class Decoder(nn.Module):
             self.cross_pe, pos, memory_positions, n, q_len=1, k_len=memory_positions.shape[0],
             key_padding_mask=memory_padding_mask, device=x.device,
         )  # per layer: (B|1, H|1, 1, S) or None
-        for layer, cache, self_bias, cross_bias in zip(self.layers, caches, self_biases, cross_biases, strict=True):
-            x = layer.step(x, cache, pe=self.pe, cross_pe=self.cross_pe, position=pos,
+        for i, (layer, cache, self_bias, cross_bias) in enumerate(zip(self.layers, caches, self_biases, cross_biases,
+                                                                      strict=True)):
+            x = layer.step(x, cache, pe=self.pe.layer(i), cross_pe=self.cross_pe.layer(i), position=pos,
                            memory_positions=memory_positions, self_bias=self_bias, cross_bias=cross_bias)
         return self.norm(x)

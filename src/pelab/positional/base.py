@@ -53,6 +53,8 @@ class PositionalEncoding(nn.Module):
     # retraining (``positional.variants.MENUS``: "rope_extensions", RoPE's under HF's names), beside the temperature
     # and crop every scheme gets; "" for none
     variants: str = ""
+    # True: built for one depth (a layout's layers differ), so a stack of another depth refuses it
+    per_layer: bool = False
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()
@@ -82,6 +84,11 @@ class PositionalEncoding(nn.Module):
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
         """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""
         return [self.bias(q_pos, k_pos)]
+
+    def layer(self, index: int) -> PositionalEncoding:
+        """The scheme whose ``rotate`` layer ``index`` applies: this one in every layer (this default), or a layout's
+        layer type (``positional.layout``)."""
+        return self
 
     def describe(self, usage: Usage) -> str | None:
         """One sentence stating the choices in this scheme's setup that could favour or handicap it where it is

@@ -19,6 +19,8 @@ from pelab.positional.alibi_offset import OffsetALiBiPositionalEncoding
 from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding
 from pelab.positional.fire import FIREPositionalEncoding
+from pelab.positional.layout import PRESETS as LAYOUTS
+from pelab.positional.layout import Layout
 from pelab.positional.learned import LearnedPositionalEncoding
 from pelab.positional.none import NoPositionalEncoding
 from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
@@ -44,6 +46,8 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "rand_learned": RandomizedLearnedPositionalEncoding,
     "rand_rope": RandomizedRotaryPositionalEncoding,
     "xpos": XPosPositionalEncoding,  # causal attention only
+    # layouts: a scheme and an attention span per layer, as the models of 2025-26 ship them (positional/layout.py)
+    **LAYOUTS,
 }
 
 
@@ -63,6 +67,11 @@ def scheme_of(pe: PositionalEncoding) -> str:
     if not names:
         raise ValueError(f"{type(pe).__name__} is not a registered scheme; valid choices: {', '.join(scheme_names())}")
     return names[0]
+
+
+def is_layout(name: str) -> bool:
+    """Whether ``name`` is a layout (a scheme and span per layer) rather than one scheme for every layer."""
+    return issubclass(POSITIONAL_ENCODINGS[check_scheme(name)], Layout)
 
 
 def draws_positions(name: str) -> bool:

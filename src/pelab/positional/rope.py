@@ -12,6 +12,17 @@ Two options extend a trained model past its context at evaluation, without retra
 * ``base_rescale_factor`` s: NTK-aware scaling (bloc97 2023; YaRN, Peng et al. 2023,
   https://arxiv.org/abs/2309.00071, §3.2, eq. 16): base -> base·s^(Dh/(Dh−2)), so the lowest frequency is
   interpolated by s and the highest kept (x-transformers applies the same exponent to its factor).
+
+Partial rotation, in the two conventions Hugging Face ``transformers`` names (``modeling_rope_utils``), which agree
+at position 0 and drift apart with distance (HF #48652): with f = ``partial_rotary_factor`` < 1,
+* ``rope_type: default`` (GPT-NeoX's ``rotary_pct``, Phi, StableLM; HF ``_compute_default_rope_parameters``): the
+  first r = int(f·Dh) dimensions are rotated with the spectrum of an r-dimensional head, θ_i = base^(−2i/r), i < r/2;
+  the other Dh − r pass unrotated;
+* ``rope_type: proportional`` (p-RoPE, Barbero et al. 2025, "Round and round we go",
+  https://arxiv.org/abs/2410.06205, §6; HF ``_compute_proportional_rope_parameters``): the full-width spectrum
+  θ_i = base^(−2i/Dh) is kept for its int(f·Dh/2) highest frequencies and the lowest ones are set to 0 (unrotated).
+Here pairs are interleaved, so "the first r dimensions" are the first r/2 pairs; q·k is the same as HF's half-split
+layout's under the matching permutation of dimensions (``tests/test_layouts_hf.py`` checks it at 8L).
 """
 
 from __future__ import annotations
@@ -24,15 +35,39 @@ from pelab.positional.base import PositionalEncoding
 from pelab.positional.functional import rope_angles, rope_rotate
 
 
+ROTATION_TYPES = ("default", "proportional")  # HF ``rope_type``s of a trained model's rotation (partial or not)
+
+
+def inverse_frequencies(head_dim: int, base: float, partial_rotary_factor: float = 1.0, rope_type: str = "default",
+                        dtype: torch.dtype = torch.float32, device: torch.device | None = None) -> torch.Tensor:
+    """(Dh/2,) the angle per position of each interleaved pair, 0 for pairs left unrotated (module docstring)."""
+    half = head_dim // 2
+    if rope_type == "proportional":  # HF: rope_angles = int(f·Dh // 2) of the full-width spectrum, the rest 0
+        rotated = int(partial_rotary_factor * head_dim // 2)
+        width = head_dim
+    else:  # HF default: dim = int(Dh·f), inv_freq = base^(−arange(0, dim, 2)/dim)
+        width = int(head_dim * partial_rotary_factor)
+        rotated = (width + 1) // 2
+    theta = base ** (-torch.arange(0, 2 * rotated, 2, dtype=dtype, device=device) / width)
+    return torch.cat([theta, torch.zeros(half - rotated, dtype=dtype, device=device)])
+
+
 @dataclass(frozen=True)
 class RotaryOptions:
     base: float = 10000.0  # θ_i = base^(-2i/Dh), RoFormer eq. 15
     interpolation_factor: float = 1.0  # s: positions m -> m/s (position interpolation; evaluation)
     base_rescale_factor: float = 1.0  # s: base -> base·s^(Dh/(Dh−2)) (NTK-aware scaling; evaluation)
+    partial_rotary_factor: float = 1.0  # f: the share of each head's dimensions rotated (HF's name); 1: all
+    rope_type: str = "default"  # how f < 1 is read (HF's names): "default" (first f·Dh dims) | "proportional" (p-RoPE)
 
     def __post_init__(self) -> None:
         if not self.base > 1:
             raise ValueError(f"positional.rope.base must be > 1, got {self.base}")
+        if not 0 < self.partial_rotary_factor <= 1:
+            raise ValueError(f"positional.rope.partial_rotary_factor must be in (0, 1], got {self.partial_rotary_factor}")
+        if self.rope_type not in ROTATION_TYPES:
+            raise ValueError(f"unknown positional.rope.rope_type {self.rope_type!r}; valid choices: "
+                             f"{', '.join(ROTATION_TYPES)}")
         if not self.interpolation_factor >= 1 or not self.base_rescale_factor >= 1:
             raise ValueError(f"positional.rope.interpolation_factor and base_rescale_factor must be >= 1 (1: off), "
                              f"got {self.interpolation_factor}, {self.base_rescale_factor}")
@@ -43,7 +78,8 @@ class RotaryPositionalEncoding(PositionalEncoding):
     variants = "rope_extensions"  # scored with HF's context extensions too (positional.variants)
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float,
-                 interpolation_factor: float = 1.0, base_rescale_factor: float = 1.0) -> None:
+                 interpolation_factor: float = 1.0, base_rescale_factor: float = 1.0,
+                 partial_rotary_factor: float = 1.0, rope_type: str = "default") -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(
@@ -53,6 +89,20 @@ class RotaryPositionalEncoding(PositionalEncoding):
         self.base = base
         self.interpolation_factor = interpolation_factor
         self.base_rescale_factor = base_rescale_factor
+        self.partial_rotary_factor = partial_rotary_factor
+        self.rope_type = rope_type
+        if self.partial:
+            width = int(self.head_dim * partial_rotary_factor)
+            if (rope_type == "default" and (width < 2 or width % 2)) or int(partial_rotary_factor * self.head_dim // 2) < 1:
+                raise ValueError(f"positional.rope.partial_rotary_factor={partial_rotary_factor} must rotate a whole "
+                                 f"number of pairs of the {self.head_dim}-dimensional head (f·Dh even and >= 2 for "
+                                 f"rope_type default)")
+            # HF's context extensions rescale the full-width spectrum; a partial rotation keeps the temperature and crop
+            self.variants = ""
+
+    @property
+    def partial(self) -> bool:
+        return self.partial_rotary_factor < 1.0
 
     def scaled_positions(self, positions: torch.Tensor) -> torch.Tensor:
         """Positions as the rotation reads them: m/s under position interpolation, else unchanged."""
@@ -65,7 +115,13 @@ class RotaryPositionalEncoding(PositionalEncoding):
         base = self.base
         if self.base_rescale_factor != 1.0:
             base = base * self.base_rescale_factor ** (self.head_dim / (self.head_dim - 2))  # YaRN eq. 16
-        return rope_angles(self.scaled_positions(positions), self.head_dim, base)
+        if not self.partial:
+            return rope_angles(self.scaled_positions(positions), self.head_dim, base)
+        positions = self.scaled_positions(positions)
+        dtype = torch.float64 if positions.dtype == torch.float64 else torch.float32
+        theta = inverse_frequencies(self.head_dim, base, self.partial_rotary_factor, self.rope_type, dtype,
+                                    positions.device)
+        return positions.to(dtype)[:, None] * theta[None, :]  # (T, Dh/2)
 
     def rotation_frequencies(self) -> torch.Tensor:
         """θ_f per position as the rotation applies it (after both extensions): the angles at position 1."""
@@ -80,7 +136,9 @@ class RotaryPositionalEncoding(PositionalEncoding):
                                         n_layers=self.n_layers, **vars(options))
 
     def options(self) -> RotaryOptions:
-        return RotaryOptions(self.base, self.interpolation_factor, self.base_rescale_factor)
+        return RotaryOptions(base=self.base, interpolation_factor=self.interpolation_factor,
+                             base_rescale_factor=self.base_rescale_factor,
+                             partial_rotary_factor=self.partial_rotary_factor, rope_type=self.rope_type)
 
     def rotate(self, q, k, q_pos, k_pos):
         q = rope_rotate(q, self.angles(q_pos))  # (B, H, Tq, Dh)

@@ -37,7 +37,7 @@ def tempered(pe: PositionalEncoding, scale: float) -> PositionalEncoding:
     cls = type(pe)
     if cls not in _TEMPERED:
         _TEMPERED[cls] = type(f"Tempered{cls.__name__}", (cls,), {
-            "rotate": _rotate, "layer_biases": _layer_biases, "__module__": __name__})
+            "rotate": _rotate, "layer_biases": _layer_biases, "layer": _layer, "__module__": __name__})
     other = nn.Module.__new__(_TEMPERED[cls])
     other.__dict__ = {**pe.__dict__, "temperature": float(scale)}
     return other
@@ -47,6 +47,11 @@ def _rotate(self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor,
             k_pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     q, k = super(type(self), self).rotate(q, k, q_pos, k_pos)
     return q * self.temperature, k  # (B, H, Tq, Dh): q·k scaled by s
+
+
+def _layer(self, index: int) -> PositionalEncoding:
+    inner = super(type(self), self).layer(index)  # a layout's layer type: its queries scaled too (biases: below)
+    return self if inner is self else tempered(inner, self.temperature)
 
 
 def _layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:

@@ -34,15 +34,20 @@ def probe_rows(model: SequenceTransformer, probe: Probe, device: torch.device) -
     model.eval()
     rows: list[dict[str, Any]] = [{"split": "probe", "length": "all", "metric": "trained_length",
                                    "value": float(probe.trained_length)}]
-    frequencies = model.pe.rotation_frequencies()
+    # the rotating layers read: every layer's scheme's frequencies (a layout's differ per layer), those of the first
+    # layer that rotates, and every layer that rotates with the same ones
+    layer_frequencies = [model.pe.layer(i).rotation_frequencies() for i in range(len(model.encoder.layers))]
+    frequencies = next((f for f in layer_frequencies if f is not None), None)
+    rotating = [f is not None and torch.equal(f, frequencies) for f in layer_frequencies]
     for index, tokens in enumerate(probe.inputs):
         tokens = tokens.to(device)
         captured: list[tuple[torch.Tensor, torch.Tensor]] = []
         hooks = []
         if frequencies is not None and index == 0:
-            for layer in model.encoder.layers:
-                hooks.append(layer.attn.register_forward_pre_hook(
-                    lambda module, args: captured.append(module.project(args[0], args[1])[:2])))
+            for layer, reads in zip(model.encoder.layers, rotating):
+                if reads:
+                    hooks.append(layer.attn.register_forward_pre_hook(
+                        lambda module, args: captured.append(module.project(args[0], args[1])[:2])))
         try:
             with autocast(device):
                 _, attentions = model(tokens, need_weights=True)
@@ -58,6 +63,8 @@ def probe_rows(model: SequenceTransformer, probe: Probe, device: torch.device) -
         if captured:
             share = torch.stack([frequency_use(q, k) for q, k in captured]).mean(0)  # (Dh/2,)
             for band, (s, f) in enumerate(zip(share.tolist(), frequencies.tolist())):
+                if f == 0:  # a pair partial RoPE leaves unrotated: no period to read
+                    continue
                 rows += [{"split": "probe", "length": length, "metric": f"rope_band_{band:02d}_share", "value": s},
                          {"split": "probe", "length": length, "metric": f"rope_band_{band:02d}_period",
                           "value": period(f)}]

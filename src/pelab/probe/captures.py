@@ -48,7 +48,7 @@ def layer0_scores(model: SequenceTransformer, length: int, tokens: torch.Tensor 
     layer = model.encoder.layers[0]
     h = layer.attn_norm(x)
     q, k, _ = layer.attn.project(h, h)  # (1, H, T, Dh)
-    q, k = model.pe.rotate(q, k, positions, positions)
+    q, k = model.pe.layer(0).rotate(q, k, positions, positions)
     return (q @ k.transpose(-2, -1) / math.sqrt(layer.attn.head_dim))[0].float().cpu()  # (H, T, T)
 
 

@@ -1,0 +1,256 @@
+"""Layouts: a positional scheme and an attention span chosen per layer, as the open models of 2025–26 ship them.
+
+A layout has two layer types: ``layer``, and ``nth_layer`` on every ``period``-th layer (layer i, counted from 0, is
+the nth where (i + 1) % period == 0: HF's ``no_rope_layer_interval`` and ``sliding_window_pattern`` count so). A
+stack shallower than the period keeps its last layer the nth, so every layout has its odd layer at any depth (HF's
+Gemma 4 config forces the last layer to ``full_attention`` likewise): a 1:3 pattern is 1:1 at 2 layers, 1:3 at 4.
+
+A layer type is data: a registered scheme without an ``embed`` slot, its options (``positional.<scheme>``'s keys),
+and its span, what each query may attend to:
+* ``full``: every key (causal: every earlier key);
+* ``sliding``: the ``window`` keys nearest it, itself included: key j for query i when i − window < j ≤ i (causal;
+  HF's sliding-window mask ``kv_idx > q_idx − sliding_window``), |i − j| < window when bidirectional;
+* ``chunked``: keys in its own chunk of ``window`` positions, j // window == i // window (HF's
+  ``attention_chunk_size``, Llama 4), and causal where the stack is.
+``attn_scale`` > 0 multiplies the layer's queries at position p by 1 + attn_scale·ln(1 + floor((p + 1)/floor_scale))
+(Llama 4's NoPE layers, HF ``Llama4TextAttention``, ``attn_temperature_tuning``).
+
+The model asks every scheme for its layers' schemes (``PositionalEncoding.layer``) and biases (``layer_biases``): a
+layout answers with its ``LayerScheme`` per layer, whose bias carries the span's mask. Nothing in the model knows
+about layouts. The presets (``PRESETS``) are registered as schemes under their model's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from pelab.positional.base import PositionalEncoding, Usage
+
+SPANS = ("full", "sliding", "chunked")
+LAYER_KEYS = ("scheme", "span", "window", "attn_scale", "floor_scale")  # a layer type's own keys; the rest: options
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One layer type of a layout (module docstring): its scheme, the scheme's options, and its span."""
+
+    scheme: str = "rope"
+    options: dict[str, Any] = field(default_factory=dict)
+    span: str = "full"
+    window: int = 0  # tokens of the sliding window or of a chunk; 0 for full
+    attn_scale: float = 0.0  # Llama 4's query temperature; 0: off
+    floor_scale: float = 8192.0  # its step in tokens (HF's default)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], where: str) -> LayerSpec:
+        """From params' mapping {scheme, span, window, attn_scale, floor_scale, **the scheme's options}, with
+        one-line errors naming ``where``."""
+        from pelab.positional.registry import POSITIONAL_ENCODINGS, check_scheme, scheme_options
+        from pelab.positional.randomized import RandomizedPositions
+
+        raw = dict(raw)
+        own = {key: raw.pop(key) for key in LAYER_KEYS if key in raw}
+        scheme = check_scheme(own.pop("scheme", "rope"))
+        cls_ = POSITIONAL_ENCODINGS[scheme]
+        if (issubclass(cls_, (Layout, RandomizedPositions)) or cls_.embed is not PositionalEncoding.embed):
+            raise ValueError(f"{where}.scheme={scheme!r}: a layer's scheme acts inside attention (rotate or bias); "
+                             "valid choices: rope, alibi, t5, fire, xpos, none")
+        spec = cls(scheme=scheme, options=dict(raw), **own)
+        scheme_options(scheme, spec.options, where=where)  # unknown option keys fail here, in one line
+        if spec.span not in SPANS:
+            raise ValueError(f"{where}.span={spec.span!r}; valid choices: {', '.join(SPANS)}")
+        if (spec.span == "full") != (spec.window == 0) or spec.window < 0:
+            raise ValueError(f"{where}.window={spec.window}: a {spec.span} span needs "
+                             + ("window 0" if spec.span == "full" else "a window of >= 1 token"))
+        if spec.attn_scale < 0 or not spec.floor_scale > 0:
+            raise ValueError(f"{where}: attn_scale must be >= 0 and floor_scale > 0, got {spec.attn_scale}, "
+                             f"{spec.floor_scale}")
+        return spec
+
+    def text(self) -> str:
+        options = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.options.items())
+        span = "full" if self.span == "full" else f"{self.span} {self.window}"
+        temperature = f", query temperature {self.attn_scale:g}·ln(1+⌊(p+1)/{self.floor_scale:g}⌋)" \
+            if self.attn_scale else ""
+        return f"{self.scheme}{f' ({options})' if options else ''}, {span}{temperature}"
+
+
+def nth_layers(period: int, n_layers: int) -> list[bool]:
+    """Which layers are the nth (module docstring): (i + 1) % period == 0, and the last if none is."""
+    nth = [(i + 1) % period == 0 for i in range(n_layers)]
+    if not any(nth):
+        nth[-1] = True
+    return nth
+
+
+def span_mask(span: str, window: int, q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool) -> torch.Tensor | None:
+    """(Tq, Tk) additive mask, −inf where the span forbids key j to query i (module docstring), or None (full)."""
+    if span == "full":
+        return None
+    q, k = q_pos[:, None], k_pos[None, :]
+    if span == "sliding":
+        allowed = (q - k < window) & ((k <= q) if causal else (k - q < window))
+    else:
+        allowed = torch.div(q, window, rounding_mode="floor") == torch.div(k, window, rounding_mode="floor")
+    return torch.zeros(allowed.shape, device=q_pos.device).masked_fill(~allowed, float("-inf"))
+
+
+def llama4_query_scale(positions: torch.Tensor, attn_scale: float, floor_scale: float) -> torch.Tensor:
+    """(T,) 1 + attn_scale·ln(1 + ⌊(p + 1)/floor_scale⌋) (HF ``Llama4TextAttention.forward``)."""
+    return torch.log1p(torch.floor((positions.float() + 1.0) / floor_scale)) * attn_scale + 1.0
+
+
+class LayerScheme(PositionalEncoding):
+    """One layer type: its scheme's rotation and bias, the span's mask added to the bias, and Llama 4's query
+    temperature after the rotation."""
+
+    def __init__(self, spec: LayerSpec, *, d_model: int, n_heads: int, causal: bool) -> None:
+        from pelab.positional.registry import build_positional_encoding
+
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
+        self.spec = spec
+        self.inner = build_positional_encoding(spec.scheme, d_model=d_model, n_heads=n_heads, causal=causal,
+                                               options=spec.options)
+        self.graph_safe = self.inner.graph_safe
+
+    def rotate(self, q, k, q_pos, k_pos):
+        q, k = self.inner.rotate(q, k, q_pos, k_pos)
+        if self.spec.attn_scale:
+            scale = llama4_query_scale(q_pos, self.spec.attn_scale, self.spec.floor_scale)  # (Tq,)
+            q = q * scale[:, None].to(q.dtype)  # (B, H, Tq, Dh)
+        return q, k
+
+    def bias(self, q_pos, k_pos):
+        bias = self.inner.layer_biases(q_pos, k_pos)[0]  # (H, Tq, Tk) or None
+        mask = span_mask(self.spec.span, self.spec.window, q_pos, k_pos, self.causal)  # (Tq, Tk) or None
+        if mask is None:
+            return bias
+        return mask[None] if bias is None else bias + mask[None].to(bias.dtype)
+
+    def rotation_frequencies(self):
+        return self.inner.rotation_frequencies()
+
+    def check_length(self, length: int) -> None:
+        self.inner.check_length(length)
+
+
+class Layout(PositionalEncoding):
+    """A stack whose layers take their scheme and span from two layer types (module docstring). Subclasses are the
+    presets: ``Options`` (``period``, ``layer``, ``nth_layer``: the preset's own where unset) and ``source``."""
+
+    source: str = ""
+    per_layer = True
+    preset: tuple[int, dict[str, Any], dict[str, Any]] = (1, {}, {})  # period, layer, nth_layer
+
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1,
+                 period: int | None = None, layer: dict[str, Any] | None = None,
+                 nth_layer: dict[str, Any] | None = None) -> None:
+        super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
+        period, specs = self.specs(period, layer, nth_layer)
+        self.period = period
+        self.types = nn.ModuleList(LayerScheme(spec, d_model=d_model, n_heads=n_heads, causal=causal) for spec in specs)
+        self.order = [int(nth) for nth in nth_layers(period, n_layers)]  # per layer: 0 layer, 1 nth_layer
+        self.graph_safe = all(t.graph_safe for t in self.types)
+
+    @classmethod
+    def specs(cls, period: int | None, layer: dict[str, Any] | None,
+              nth_layer: dict[str, Any] | None) -> tuple[int, tuple[LayerSpec, LayerSpec]]:
+        """The period and both layer types: params' values over the preset's (a layer's keys merge, one by one)."""
+        name = getattr(cls, "name", cls.__name__)
+        default_period, default_layer, default_nth = cls.preset
+        period = default_period if period is None else period
+        if not (isinstance(period, int) and period >= 1):
+            raise ValueError(f"positional.{name}.period must be an integer >= 1, got {period!r}")
+        merged = []
+        for key, default, given in (("layer", default_layer, layer), ("nth_layer", default_nth, nth_layer)):
+            if given is not None and not isinstance(given, dict):
+                raise ValueError(f"positional.{name}.{key} must be a mapping (scheme, span, window, options), "
+                                 f"got {given!r}")
+            merged.append(LayerSpec.parse({**default, **(given or {})}, f"positional.{name}.{key}"))
+        return period, (merged[0], merged[1])
+
+    def layer(self, index: int) -> PositionalEncoding:
+        return self.types[self.order[index]]
+
+    def layer_biases(self, q_pos, k_pos):
+        biases = [t.bias(q_pos, k_pos) for t in self.types]
+        return [biases[o] for o in self.order]
+
+    def rotation_frequencies(self):
+        return None  # per layer: ``self.layer(i).rotation_frequencies()``
+
+    def check_length(self, length: int) -> None:
+        for t in self.types:
+            t.check_length(length)
+
+    def layers_text(self) -> str:
+        """"layers 1-3: rope, sliding 16; layer 4: none, full" for this stack (the report's setup sentence)."""
+        groups: list[tuple[list[int], str]] = []
+        for i, o in enumerate(self.order):
+            if groups and groups[-1][1] == self.types[o].spec.text():
+                groups[-1][0].append(i + 1)
+            else:
+                groups.append(([i + 1], self.types[o].spec.text()))
+        return "; ".join(f"layer {ix[0]}: {text}" if len(ix) == 1 else f"layers {ix[0]}-{ix[-1]}: {text}"
+                         for ix, text in groups)
+
+    def describe(self, usage: Usage) -> str | None:
+        windows = {t.spec.window for t in self.types if t.spec.span != "full"}
+        local = (f", local spans of {min(windows)} tokens against rows of {usage.longest_train} in training and "
+                 f"{usage.longest_eval} in evaluation") if windows else ""
+        return f"Per layer, {self.layers_text()}{local}; after {self.source}."
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, order={self.order}"
+
+
+def preset(name: str, source: str, period: int, layer: dict[str, Any], nth_layer: dict[str, Any]) -> type[Layout]:
+    """A registered layout: a ``Layout`` subclass whose options default to this pattern."""
+    options = make_dataclass(f"{name.title().replace('_', '')}LayoutOptions", [
+        ("period", int, field(default=period)),
+        ("layer", dict, field(default_factory=lambda: dict(layer))),  # params' keys merge over these, one by one
+        ("nth_layer", dict, field(default_factory=lambda: dict(nth_layer))),
+    ], frozen=True, namespace={"__post_init__": lambda self: _check_options(cls, self)})
+    cls = type(f"{name.title().replace('_', '')}Layout", (Layout,), {
+        "Options": options, "source": source, "name": name, "preset": (period, layer, nth_layer),
+        "__module__": __name__, "__doc__": f"``{name}``: {source}."})
+    return cls
+
+
+def _check_options(cls: type[Layout], options: Any) -> None:
+    cls.specs(**{f.name: getattr(options, f.name) for f in fields(options)})  # one-line errors at params' parse
+
+
+ROPE_LOCAL_WINDOW = 16  # tokens; a quarter of the quick LM's L = 64, 1/16 of the full LM's 256 (Gemma 3: 1,024/32k)
+
+PRESETS: dict[str, type[Layout]] = {
+    "smollm3": preset(
+        "smollm3", "SmolLM3 (HF SmolLM3Config: no_rope_layer_interval = 4): RoPE in every layer but every 4th, which "
+        "has no positional encoding", 4, {"scheme": "rope"}, {"scheme": "none"}),
+    "command_a": preset(
+        "command_a", "Command A (Cohere 2025, arXiv 2501.18795; HF Cohere2Config sliding_window_pattern = 4): three "
+        "sliding-window RoPE layers to one full-attention NoPE layer", 4,
+        {"scheme": "rope", "span": "sliding", "window": ROPE_LOCAL_WINDOW}, {"scheme": "none"}),
+    "llama4": preset(
+        "llama4", "Llama 4 (HF Llama4TextConfig: no_rope_layer_interval = 4, attention_chunk_size, "
+        "attn_temperature_tuning): chunked-attention RoPE layers and full-attention NoPE layers whose queries take "
+        "a log-position temperature (QK-norm on the RoPE layers is not reproduced)", 4,
+        {"scheme": "rope", "span": "chunked", "window": ROPE_LOCAL_WINDOW},
+        # floor_scale = the chunk, as HF's defaults have both at 8,192 tokens
+        {"scheme": "none", "attn_scale": 0.1, "floor_scale": float(ROPE_LOCAL_WINDOW)}),
+    "gemma3": preset(
+        "gemma3", "Gemma 3 (Gemma Team 2025, arXiv 2503.19786; HF Gemma3TextConfig: sliding_window_pattern = 6): five "
+        "sliding-window RoPE layers (θ = 10⁴) to one global RoPE layer (θ = 10⁶)", 6,
+        {"scheme": "rope", "base": 1e4, "span": "sliding", "window": ROPE_LOCAL_WINDOW},
+        {"scheme": "rope", "base": 1e6}),
+    "gemma4": preset(
+        "gemma4", "Gemma 4 (HF Gemma4TextConfig's defaults): Gemma 3's pattern with p-RoPE on the global layer "
+        "(rope_type proportional, partial_rotary_factor 0.25, θ = 10⁶)", 6,
+        {"scheme": "rope", "base": 1e4, "span": "sliding", "window": ROPE_LOCAL_WINDOW},
+        {"scheme": "rope", "base": 1e6, "rope_type": "proportional", "partial_rotary_factor": 0.25}),
+}
+

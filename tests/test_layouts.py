@@ -1,0 +1,91 @@
+"""Layouts as data (positional/layout.py): options merge over the preset's, bad input is one line, the stack refuses a
+layout built for another depth, spans bound what a position can read, and the evaluation-time temperature reaches
+every layer type."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from pelab.model.blocks import Encoder
+from pelab.model.config import ModelConfig
+from pelab.model.sequence import SequenceTransformer
+from pelab.positional import build_positional_encoding, scheme_options
+from pelab.positional.temperature import tempered
+
+
+def test_params_merge_over_the_preset_key_by_key() -> None:
+    pe = build_positional_encoding("command_a", d_model=32, n_heads=2, causal=True, n_layers=4,
+                                   options={"layer": {"window": 8}, "nth_layer": {"scheme": "alibi"}})
+    local, nth = pe.layer(0).spec, pe.layer(3).spec
+    assert (local.scheme, local.span, local.window) == ("rope", "sliding", 8)
+    assert (nth.scheme, nth.span) == ("alibi", "full") and pe.layer_biases(torch.arange(5), torch.arange(5))[3] is not None
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"layer": {"bass": 5.0}}, r"^unknown option\(s\) \['bass'\] in positional.command_a.layer; valid options: base, "),
+    ({"layer": {"span": "local"}}, r"^positional.command_a.layer.span='local'; valid choices: full, sliding, chunked$"),
+    ({"nth_layer": {"scheme": "sinusoidal"}}, r"^positional.command_a.nth_layer.scheme='sinusoidal': a layer's scheme "),
+    ({"nth_layer": {"scheme": "rotary"}}, r"^unknown positional scheme 'rotary'; valid choices: none, "),
+    ({"layer": {"window": 0}}, r"^positional.command_a.layer.window=0: a sliding span needs a window of >= 1 token$"),
+    ({"period": 0}, r"^positional.command_a.period must be an integer >= 1, got 0$"),
+    ({"layer": "rope"}, r"^positional.command_a.layer must be a mapping"),
+])
+def test_bad_layout_options_fail_in_one_line_before_anything_is_built(options, message) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        scheme_options("command_a", options)
+    assert "\n" not in str(error.value)
+
+
+def test_a_layout_is_built_for_its_stack_depth() -> None:
+    pe = build_positional_encoding("smollm3", d_model=32, n_heads=2, n_layers=2)
+    with pytest.raises(ValueError, match="built for 2 layers, the stack has 4"):
+        Encoder(pe, n_layers=4, d_ff=32, dropout=0.0)
+
+
+def model(scheme: str, options: dict | None = None) -> SequenceTransformer:
+    from pelab.tasks.lm.model import build_lm
+
+    return build_lm(scheme, 11, ModelConfig(d_model=32, n_layers=2, n_heads=2, d_ff=32, dropout=0.0), options,
+                    seed=0).eval()
+
+
+def test_a_sliding_window_bounds_what_the_last_position_reads() -> None:
+    """Both layers sliding with w = 4: the last of 20 positions reads at most 2·(4 − 1) positions back, so a token
+    further back changes nothing there, and one inside the reach does."""
+    lm = model("command_a", {"nth_layer": {"span": "sliding", "window": 4}, "layer": {"window": 4}})
+    tokens = torch.randint(0, 11, (1, 20), generator=torch.Generator().manual_seed(0))
+    far, near = tokens.clone(), tokens.clone()
+    far[0, 20 - 1 - 7] = (far[0, 12] + 1) % 11
+    near[0, 20 - 1 - 6] = (near[0, 13] + 1) % 11
+    with torch.no_grad():
+        base, outside, inside = (lm(x)[0][0, -1] for x in (tokens, far, near))
+    assert_close(outside, base, rtol=0, atol=1e-6)
+    assert (inside - base).abs().max() > 1e-4
+
+
+def test_incremental_decoding_equals_the_whole_row_under_every_span() -> None:
+    for scheme in ("command_a", "llama4", "gemma4"):
+        lm = model(scheme, {"layer": {"window": 3}} if scheme != "gemma4" else None)
+        tokens = torch.randint(0, 11, (2, 12), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            whole = lm.encoder(lm.embedding(tokens), torch.arange(12))[0]
+            caches = [{} for _ in lm.encoder.layers]
+            first = lm.encoder.extend(lm.embedding(tokens[:, :5]), caches, torch.arange(5))
+            rest = [lm.encoder.extend(lm.embedding(tokens[:, t:t + 1]), caches, torch.arange(t + 1))
+                    for t in range(5, 12)]
+        assert_close(torch.cat([first, *rest], dim=1), whole, rtol=1e-5, atol=1e-5), scheme
+
+
+def test_the_temperature_scales_every_layer_type_once_and_keeps_the_masks() -> None:
+    pe = build_positional_encoding("command_a", d_model=32, n_heads=2, causal=True, n_layers=2)
+    hot = tempered(pe, 1.5)
+    positions = torch.arange(20)
+    q = torch.randn(1, 2, 20, 16)
+    for i in range(2):
+        cold_q, _ = pe.layer(i).rotate(q, q, positions, positions)
+        hot_q, _ = hot.layer(i).rotate(q, q, positions, positions)
+        assert_close(hot_q, 1.5 * cold_q)
+    cold_bias, hot_bias = pe.layer_biases(positions, positions), hot.layer_biases(positions, positions)
+    assert torch.equal(torch.isinf(hot_bias[0]), torch.isinf(cold_bias[0])) and hot_bias[1] is None
