@@ -89,3 +89,27 @@ def test_the_temperature_scales_every_layer_type_once_and_keeps_the_masks() -> N
         assert_close(hot_q, 1.5 * cold_q)
     cold_bias, hot_bias = pe.layer_biases(positions, positions), hot.layer_biases(positions, positions)
     assert torch.equal(torch.isinf(hot_bias[0]), torch.isinf(cold_bias[0])) and hot_bias[1] is None
+
+
+def test_the_layout_reading_pairs_seeds_against_the_schemes_its_layers_use() -> None:
+    import pandas as pd
+
+    from pelab.report.layouts import layout_reading
+
+    class Cfg:  # what the reading reads of a task's config: the model's shape and the scheme's options
+        model = ModelConfig(d_model=32, n_layers=2, n_heads=2, d_ff=32, dropout=0.0)
+
+        def options(self, scheme):
+            return scheme_options(scheme)
+
+    values = {"command_a": [0.5, 0.6, 0.4], "rope": [0.3, 0.7, 0.2], "none": [0.1, 0.1, 0.1], "alibi": [0.9] * 3}
+    records = pd.DataFrame([{"task": "recall_causal", "pe": pe, "seed": seed, "split": "beyond",
+                             "metric": "token_accuracy", "length": "all", "value": v}
+                            for pe, vs in values.items() for seed, v in enumerate(vs)])
+    text = layout_reading(records, Cfg(), "recall_causal", list(values), "beyond", "token_accuracy",
+                          "token accuracy beyond N", False, causal=True)
+    assert text == ("**Layouts on recall_causal.** `command_a` (layer 1: rope, sliding 16; layer 2: none, full): token "
+                    "accuracy beyond N 0.500 against `rope`'s 0.400 (higher on 2 of 3 seeds) and `none`'s 0.100 "
+                    "(higher on 3 of 3 seeds).")
+    assert layout_reading(records, Cfg(), "recall_causal", ["rope", "alibi"], "beyond", "token_accuracy", "x", False,
+                          causal=True) == ""

@@ -21,6 +21,7 @@ from pelab.positional import Usage, draws_positions
 from pelab.positional.rope_extensions import yarn_attention_factor
 from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
+from pelab.report.layouts import layout_reading
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table, markdown_table
@@ -225,4 +226,6 @@ def section(ctx: ReportContext) -> list[str]:
         no_retrieval=bool(len(retrieved)) and bool((retrieved == 0).all()),
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
         reading=reading(records, readers, context, far),
+        layouts=layout_reading(records, cfg, TASK, schemes, "at_4L", "ppl_sliding", f"sliding perplexity at {far}",
+                               True, causal=True),
         image=ctx.image, ppl_figure=PPL_FIGURE, position_figure=POSITION_FIGURE, passkey_figure=PASSKEY_FIGURE)
