@@ -27,7 +27,8 @@ def test_params_merge_over_the_preset_key_by_key() -> None:
     ({"layer": {"bass": 5.0}}, r"^unknown option\(s\) \['bass'\] in positional.command_a.layer; valid options: base, "),
     ({"layer": {"span": "local"}}, r"^positional.command_a.layer.span='local'; valid choices: full, sliding, chunked$"),
     ({"nth_layer": {"scheme": "sinusoidal"}}, r"^positional.command_a.nth_layer.scheme='sinusoidal': a layer's scheme "),
-    ({"nth_layer": {"scheme": "rotary"}}, r"^unknown positional scheme 'rotary'; valid choices: none, "),
+    ({"nth_layer": {"scheme": "rotary"}}, r"^positional.command_a.nth_layer.scheme='rotary': a layer's scheme acts "
+                                          r"inside attention \(rotate or bias\); valid choices: none, rope, alibi, "),
     ({"layer": {"window": 0}}, r"^positional.command_a.layer.window=0: a sliding span needs a window of >= 1 token$"),
     ({"period": 0}, r"^positional.command_a.period must be an integer >= 1, got 0$"),
     ({"layer": "rope"}, r"^positional.command_a.layer must be a mapping"),

@@ -26,8 +26,10 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
     assert committed == composed, "params.yaml drifted from conf/: run `pelab compose --out params.yaml`"
 
 
-# the length study's models only: randomized positions (models that draw positions), xpos (causal models)
-LENGTH_ONLY = ["rand_sinusoidal", "rand_learned", "rand_rope", "xpos"]
+# the length study's models only: randomized positions (models that draw positions), xpos (causal models); and
+# RoPE's θ axis, which the length and LM studies run (positional/rope_theta.py)
+LENGTH_ONLY = ["rand_sinusoidal", "rand_learned", "rand_rope", "xpos", "rope_theta10", "rope_theta100", "rope_theta1k",
+               "rope_theta1m"]
 
 
 def main_schemes() -> list[str]:
@@ -116,7 +118,7 @@ def test_params_hold_no_copies(repo_root):
             defaults = asdict(POSITIONAL_ENCODINGS[scheme].Options())
             assert all(options[k] != defaults[k] for k in options), f"{where}.{scheme} repeats a default"
     assert not set(composed["length_tasks"]) & set(composed), "a length task has a section of its own"
-    assert len((repo_root / "params.yaml").read_text().splitlines()) <= 340  # 334 with the five layouts
+    assert len((repo_root / "params.yaml").read_text().splitlines()) <= 360  # 351 with the layouts and the θ axis
 
 
 def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():

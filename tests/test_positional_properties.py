@@ -25,6 +25,7 @@ BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
 # layouts: relative where every layer type is (RoPE, NoPE; sliding windows are relative spans); Llama 4's chunks and
 # query temperature are drawn at absolute positions, as in its modelling code
 RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4"]
+RELATIVE_SCHEMES += ["rope_theta10", "rope_theta100", "rope_theta1k", "rope_theta1m"]  # RoPE at other bases
 ABSOLUTE_SCHEMES += ["llama4"]
 
 TRAIN_LENGTH = 20

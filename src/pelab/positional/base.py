@@ -12,7 +12,8 @@ a null object, never an ``if`` in model code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 from torch import nn
@@ -22,6 +23,19 @@ from torch import nn
 class NoOptions:
     """A scheme without hyperparameters. Schemes that have some declare their own frozen dataclass as
     ``Options``; its fields are the scheme's section of ``positional`` in params (``positional.<name>``)."""
+
+
+def validated_options(options: type, raw: dict[str, Any] | Any | None, where: str) -> Any:
+    """``options`` (a scheme's ``Options`` dataclass) from a params mapping (None: the defaults), with a one-line
+    error naming ``where`` for a key it does not declare."""
+    if isinstance(raw, options):
+        return raw
+    raw = dict(raw or {})
+    valid = sorted(f.name for f in fields(options))
+    unknown = sorted(set(raw) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} in {where}; valid options: {', '.join(valid) or '(none)'}")
+    return options(**raw)
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,21 @@ about layouts. The presets (``PRESETS``) are registered as schemes under their m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import asdict, dataclass, field, fields, make_dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from pelab.positional.base import PositionalEncoding, Usage
+from pelab.positional.base import PositionalEncoding, Usage, validated_options
+from pelab.positional.catalog import SCHEMES
+from pelab.positional.randomized import RandomizedPositions
+
+
+def layer_scheme_names() -> list[str]:
+    """The schemes a layer can take: those that act inside attention (no ``embed``, no drawn positions)."""
+    return [name for name, cls in SCHEMES.items()
+            if cls.embed is PositionalEncoding.embed and not issubclass(cls, RandomizedPositions)]
 
 SPANS = ("full", "sliding", "chunked")
 LAYER_KEYS = ("scheme", "span", "window", "attn_scale", "floor_scale")  # a layer type's own keys; the rest: options
@@ -49,18 +57,14 @@ class LayerSpec:
     def parse(cls, raw: dict[str, Any], where: str) -> LayerSpec:
         """From params' mapping {scheme, span, window, attn_scale, floor_scale, **the scheme's options}, with
         one-line errors naming ``where``."""
-        from pelab.positional.registry import POSITIONAL_ENCODINGS, check_scheme, scheme_options
-        from pelab.positional.randomized import RandomizedPositions
-
         raw = dict(raw)
         own = {key: raw.pop(key) for key in LAYER_KEYS if key in raw}
-        scheme = check_scheme(own.pop("scheme", "rope"))
-        cls_ = POSITIONAL_ENCODINGS[scheme]
-        if (issubclass(cls_, (Layout, RandomizedPositions)) or cls_.embed is not PositionalEncoding.embed):
+        scheme = own.pop("scheme", "rope")
+        if scheme not in layer_scheme_names():
             raise ValueError(f"{where}.scheme={scheme!r}: a layer's scheme acts inside attention (rotate or bias); "
-                             "valid choices: rope, alibi, t5, fire, xpos, none")
+                             f"valid choices: {', '.join(layer_scheme_names())}")
         spec = cls(scheme=scheme, options=dict(raw), **own)
-        scheme_options(scheme, spec.options, where=where)  # unknown option keys fail here, in one line
+        validated_options(SCHEMES[scheme].Options, spec.options, where)  # unknown option keys fail here, in one line
         if spec.span not in SPANS:
             raise ValueError(f"{where}.span={spec.span!r}; valid choices: {', '.join(SPANS)}")
         if (spec.span == "full") != (spec.window == 0) or spec.window < 0:
@@ -109,12 +113,11 @@ class LayerScheme(PositionalEncoding):
     temperature after the rotation."""
 
     def __init__(self, spec: LayerSpec, *, d_model: int, n_heads: int, causal: bool) -> None:
-        from pelab.positional.registry import build_positional_encoding
-
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.spec = spec
-        self.inner = build_positional_encoding(spec.scheme, d_model=d_model, n_heads=n_heads, causal=causal,
-                                               options=spec.options)
+        cls = SCHEMES[spec.scheme]
+        self.inner = cls(d_model=d_model, n_heads=n_heads, causal=causal,
+                         **asdict(validated_options(cls.Options, spec.options, f"a layer's {spec.scheme}")))
         self.graph_safe = self.inner.graph_safe
 
     def rotate(self, q, k, q_pos, k_pos):

@@ -1,6 +1,6 @@
 """The registry of positional schemes, keyed by the exact string users put in params (``pe=...``).
 
-Adding a scheme: one module under ``pelab/positional/`` named like its key, one line here,
+Adding a scheme: one module under ``pelab/positional/`` named like its key, one line in ``catalog.py``,
 ``conf/pe/<key>.yaml`` (plus its name in ``conf/pe/all.yaml``) and its options under ``positional`` in
 ``conf/config.yaml``.
 
@@ -14,39 +14,17 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from pelab.positional.alibi import ALiBiPositionalEncoding
-from pelab.positional.alibi_offset import OffsetALiBiPositionalEncoding
-from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
-from pelab.positional.base import PositionalEncoding
-from pelab.positional.fire import FIREPositionalEncoding
+from pelab.positional.base import PositionalEncoding, validated_options
+from pelab.positional.catalog import SCHEMES
 from pelab.positional.layout import PRESETS as LAYOUTS
 from pelab.positional.layout import Layout
-from pelab.positional.learned import LearnedPositionalEncoding
-from pelab.positional.none import NoPositionalEncoding
-from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
-from pelab.positional.rand_rope import RandomizedRotaryPositionalEncoding
-from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncoding
-from pelab.positional.rope import RotaryPositionalEncoding
-from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
-from pelab.positional.t5 import T5RelativePositionalEncoding
-from pelab.positional.xpos import XPosPositionalEncoding
+from pelab.positional.rope_theta import THETA_SCHEMES
 
 POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
-    "none": NoPositionalEncoding,
-    "sinusoidal": SinusoidalPositionalEncoding,
-    "learned": LearnedPositionalEncoding,
-    "rope": RotaryPositionalEncoding,
-    "alibi": ALiBiPositionalEncoding,
-    "alibi_sym": SymmetricALiBiPositionalEncoding,
-    "t5": T5RelativePositionalEncoding,
-    "alibi_offset": OffsetALiBiPositionalEncoding,  # the randomized-PE study's bidirectional ALiBi
-    "fire": FIREPositionalEncoding,
-    # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
-    "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
-    "rand_learned": RandomizedLearnedPositionalEncoding,
-    "rand_rope": RandomizedRotaryPositionalEncoding,
-    "xpos": XPosPositionalEncoding,  # causal attention only
-    # layouts: a scheme and an attention span per layer, as the models of 2025-26 ship them (positional/layout.py)
+    **SCHEMES,  # one module each (catalog.py)
+    # RoPE's base θ as an axis of the length and LM studies (positional/rope_theta.py; rope itself is θ = 1e4)
+    **THETA_SCHEMES,
+    # layouts: a scheme and a span per layer, as the models of 2025-26 ship them (positional/layout.py)
     **LAYOUTS,
 }
 
@@ -98,15 +76,7 @@ def scheme_options(name: str, raw: dict[str, Any] | Any | None = None, where: st
 
     ``where`` names the params key in error messages (default ``positional.<name>``).
     """
-    cls = POSITIONAL_ENCODINGS[check_scheme(name)].Options
-    if isinstance(raw, cls):
-        return raw
-    raw = dict(raw or {})
-    unknown = sorted(set(raw) - set(option_names(name)))
-    if unknown:
-        valid = ", ".join(option_names(name)) or "(none)"
-        raise ValueError(f"unknown option(s) {unknown} in {where or f'positional.{name}'}; valid options: {valid}")
-    return cls(**raw)
+    return validated_options(POSITIONAL_ENCODINGS[check_scheme(name)].Options, raw, where or f"positional.{name}")
 
 
 def build_positional_encoding(

@@ -25,6 +25,7 @@ from pelab.report.layouts import layout_reading
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table, markdown_table
+from pelab.report.theta import lm_theta_reading
 
 TASK = "lm"
 PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm_nll_by_position.png", \
@@ -228,4 +229,5 @@ def section(ctx: ReportContext) -> list[str]:
         reading=reading(records, readers, context, far),
         layouts=layout_reading(records, cfg, TASK, schemes, "at_4L", "ppl_sliding", f"sliding perplexity at {far}",
                                True, causal=True),
+        theta=lm_theta_reading(records, cfg, TASK, schemes, lengths, FLAT),
         image=ctx.image, ppl_figure=PPL_FIGURE, position_figure=POSITION_FIGURE, passkey_figure=PASSKEY_FIGURE)
