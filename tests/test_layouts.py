@@ -17,18 +17,21 @@ from pelab.positional.temperature import tempered
 
 def test_params_merge_over_the_preset_key_by_key() -> None:
     pe = build_positional_encoding("command_a", d_model=32, n_heads=2, causal=True, n_layers=4,
-                                   options={"layer": {"window": 8}, "nth_layer": {"scheme": "alibi"}})
+                                   options={"layer": {"window": 8}, "nth_layer": {"scheme": "rope", "base": 500.0}})
     local, nth = pe.layer(0).spec, pe.layer(3).spec
     assert (local.scheme, local.span, local.window) == ("rope", "sliding", 8)
-    assert (nth.scheme, nth.span) == ("alibi", "full") and pe.layer_biases(torch.arange(5), torch.arange(5))[3] is not None
+    assert (nth.scheme, nth.span, pe.layer(3).inner.base) == ("rope", "full", 500.0)
+    assert pe.layer_biases(torch.arange(5), torch.arange(5))[3] is None  # full span, RoPE: no bias
+    with pytest.raises(TypeError, match="per layer"):
+        pe.rotate(torch.ones(1, 2, 5, 16), torch.ones(1, 2, 5, 16), torch.arange(5), torch.arange(5))
 
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"layer": {"bass": 5.0}}, r"^unknown option\(s\) \['bass'\] in positional.command_a.layer; valid options: base, "),
     ({"layer": {"span": "local"}}, r"^positional.command_a.layer.span='local'; valid choices: full, sliding, chunked$"),
-    ({"nth_layer": {"scheme": "sinusoidal"}}, r"^positional.command_a.nth_layer.scheme='sinusoidal': a layer's scheme "),
-    ({"nth_layer": {"scheme": "rotary"}}, r"^positional.command_a.nth_layer.scheme='rotary': a layer's scheme acts "
-                                          r"inside attention \(rotate or bias\); valid choices: none, rope, alibi, "),
+    ({"nth_layer": {"scheme": "sinusoidal"}}, r"^positional.command_a.nth_layer.scheme='sinusoidal'; valid choices: "
+                                              r"rope, none$"),
+    ({"nth_layer": {"scheme": "rotary"}}, r"^positional.command_a.nth_layer.scheme='rotary'; valid choices: rope, none$"),
     ({"layer": {"window": 0}}, r"^positional.command_a.layer.window=0: a sliding span needs a window of >= 1 token$"),
     ({"period": 0}, r"^positional.command_a.period must be an integer >= 1, got 0$"),
     ({"layer": "rope"}, r"^positional.command_a.layer must be a mapping"),
@@ -68,7 +71,7 @@ def test_a_sliding_window_bounds_what_the_last_position_reads() -> None:
 
 def test_incremental_decoding_equals_the_whole_row_under_every_span() -> None:
     for scheme in ("command_a", "llama4", "gemma4"):
-        lm = model(scheme, {"layer": {"window": 3}} if scheme != "gemma4" else None)
+        lm = model(scheme, {"layer": {"window": 3}})
         tokens = torch.randint(0, 11, (2, 12), generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
             whole = lm.encoder(lm.embedding(tokens), torch.arange(12))[0]
@@ -76,7 +79,7 @@ def test_incremental_decoding_equals_the_whole_row_under_every_span() -> None:
             first = lm.encoder.extend(lm.embedding(tokens[:, :5]), caches, torch.arange(5))
             rest = [lm.encoder.extend(lm.embedding(tokens[:, t:t + 1]), caches, torch.arange(t + 1))
                     for t in range(5, 12)]
-        assert_close(torch.cat([first, *rest], dim=1), whole, rtol=1e-5, atol=1e-5), scheme
+        assert_close(torch.cat([first, *rest], dim=1), whole, rtol=1e-5, atol=1e-5, msg=scheme)
 
 
 def test_the_temperature_scales_every_layer_type_once_and_keeps_the_masks() -> None:

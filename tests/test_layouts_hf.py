@@ -11,7 +11,8 @@ import torch
 from torch.testing import assert_close
 
 from pelab.positional import build_positional_encoding
-from pelab.positional.layout import PRESETS, llama4_query_scale, span_mask
+from pelab.positional import POSITIONAL_ENCODINGS, is_layout
+from pelab.positional.layout import llama4_query_scale, span_mask
 
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
@@ -126,11 +127,18 @@ def test_command_a_and_gemma_spans_are_hfs(n_layers: int) -> None:
     cohere = Cohere2Config(num_hidden_layers=n_layers)
     assert [(rope, span) for rope, span in layer_kinds("command_a", n_layers)] == [
         (t == "sliding_attention", spans[t]) for t in cohere.layer_types]  # RoPE on the sliding layers only
-    if n_layers < 6:  # shallower than Gemma's period: pelab's rule (the next test), HF's config has no global layer
-        return
-    gemma = Gemma3TextConfig(num_hidden_layers=n_layers)
-    for name in ("gemma3", "gemma4"):
-        assert [span for _, span in layer_kinds(name, n_layers)] == [spans[t] for t in gemma.layer_types]
+    if n_layers >= 6:  # shallower than Gemma 3's period: pelab's rule (the next test), HF's config has no global layer
+        gemma = Gemma3TextConfig(num_hidden_layers=n_layers)
+        assert [span for _, span in layer_kinds("gemma3", n_layers)] == [spans[t] for t in gemma.layer_types]
+
+
+@pytest.mark.parametrize("n_layers", [2, 4, 6, 8, 12])
+def test_gemma4_spans_are_hfs_with_its_last_layer_always_global(n_layers: int) -> None:
+    from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
+
+    spans = {"sliding_attention": "sliding", "full_attention": "full"}
+    gemma = Gemma4TextConfig(num_hidden_layers=n_layers)
+    assert [span for _, span in layer_kinds("gemma4", n_layers)] == [spans[t] for t in gemma.layer_types]
 
 
 def test_a_stack_shallower_than_the_period_keeps_its_last_layer_global() -> None:
@@ -179,7 +187,8 @@ def test_llama4_query_temperature_is_hfs_formula_at_distance() -> None:
 
 def test_span_masks_are_hfs_sliding_and_chunked_masks() -> None:
     """HF ``masking_utils``: sliding ``kv_idx > q_idx - sliding_window`` (and causal), chunked
-    ``kv_idx // chunk == q_idx // chunk`` (and causal); bidirectional sliding: |i - j| < window."""
+    ``kv_idx // chunk == q_idx // chunk`` (and causal). Bidirectional sliding is pelab's own rule, |i - j| < window
+    (HF's generic bidirectional mask allows |i - j| <= window; Gemma's halves the window first)."""
     positions = torch.arange(8 * L)
     q, k = positions[:, None], positions[None, :]
     for window in (1, 16):
@@ -192,6 +201,8 @@ def test_span_masks_are_hfs_sliding_and_chunked_masks() -> None:
     assert span_mask("full", 0, positions, positions, causal=True) is None
 
 
-def test_every_preset_names_its_source() -> None:
-    for name, cls in PRESETS.items():
-        assert cls.source and cls.name == name
+def test_every_preset_names_its_source_and_lives_in_a_module_named_like_it() -> None:
+    layouts = {name: cls for name, cls in POSITIONAL_ENCODINGS.items() if is_layout(name)}
+    assert list(layouts) == ["smollm3", "command_a", "llama4", "gemma3", "gemma4"]
+    for name, cls in layouts.items():
+        assert cls.source and cls.name == name and cls.__module__ == f"pelab.positional.{name}"

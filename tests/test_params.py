@@ -134,7 +134,7 @@ def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():
     assert lines["alibi"].endswith("options: -")
     assert "period=4, layer={'scheme': 'rope', 'span': 'sliding', 'window': 16}, nth_layer={'scheme': 'none'}" in \
         lines["command_a"]
-    assert sum("source: Command A (Cohere 2025, arXiv 2501.18795" in line for line in output) == 1
+    assert sum("source: Command A (Cohere 2025) after Yang et al. 2025, arXiv 2501.18795" in line for line in output) == 1
 
 
 def test_the_report_reads_the_study_as_the_params_hold_it(repo_root, tmp_path):

@@ -306,10 +306,12 @@ def test_attention_module_paths_agree_with_masks(scheme: str, causal: bool) -> N
     # keys 4 and 5 of example 1 are padding; in the middle, so that every one-sided alibi head still
     # sees an unpadded key from every query (at the edges a whole visible side can be padding)
     padding[1, 4:6] = True
-    bias = combine_attention_bias(pe.bias(pos, pos), q_len=t, k_len=t, causal=causal, key_padding_mask=padding)
+    # layer 0's scheme and bias (a layout's differ per layer; every other scheme's layer(0) is itself)
+    bias = combine_attention_bias(pe.layer_biases(pos, pos)[0], q_len=t, k_len=t, causal=causal,
+                                  key_padding_mask=padding)
     with torch.no_grad():
-        fast, _ = attn(x, x, pe=pe, q_pos=pos, k_pos=pos, attn_bias=bias)
-        slow, weights = attn(x, x, pe=pe, q_pos=pos, k_pos=pos, attn_bias=bias, need_weights=True)
+        fast, _ = attn(x, x, pe=pe.layer(0), q_pos=pos, k_pos=pos, attn_bias=bias)
+        slow, weights = attn(x, x, pe=pe.layer(0), q_pos=pos, k_pos=pos, attn_bias=bias, need_weights=True)
     assert_close(slow, fast, rtol=1e-5, atol=1e-5)
     assert_close(weights.sum(-1), torch.ones(3, h, t))
     assert (weights[1, :, :, 4:6] == 0).all()  # padding gets no attention

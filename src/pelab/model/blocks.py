@@ -12,7 +12,7 @@ from pelab.positional.base import PositionalEncoding
 
 
 def check_depth(pe: PositionalEncoding, n_layers: int) -> None:
-    if pe.n_layers not in ((n_layers,) if pe.per_layer else (1, n_layers)):
+    if pe.n_layers not in ((n_layers,) if pe.depth_specific else (1, n_layers)):
         raise ValueError(f"{type(pe).__name__} was built for {pe.n_layers} layers, the stack has {n_layers}")
 
 

@@ -67,8 +67,8 @@ class PositionalEncoding(nn.Module):
     # retraining (``positional.variants.MENUS``: "rope_extensions", RoPE's under HF's names), beside the temperature
     # and crop every scheme gets; "" for none
     variants: str = ""
-    # True: built for one depth (a layout's layers differ), so a stack of another depth refuses it
-    per_layer: bool = False
+    # True: built for one depth (a layout: its layers differ), so a stack of another depth refuses it
+    depth_specific: bool = False
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()

@@ -2,14 +2,17 @@
 
 A layout has two layer types: ``layer``, and ``nth_layer`` on every ``period``-th layer (layer i, counted from 0, is
 the nth where (i + 1) % period == 0: HF's ``no_rope_layer_interval`` and ``sliding_window_pattern`` count so). A
-stack shallower than the period keeps its last layer the nth, so every layout has its odd layer at any depth (HF's
-Gemma 4 config forces the last layer to ``full_attention`` likewise): a 1:3 pattern is 1:1 at 2 layers, 1:3 at 4.
+stack shallower than the period keeps its last layer the nth (pelab's rule, so every layout has its odd layer at
+the profiles' depths: a 1:3 pattern is 1:1 at 2 layers, 1:3 at 4; HF's configs would give such a stack none); a
+preset with ``last_global`` makes the last layer the nth at every depth, as HF's Gemma 4 config does.
 
-A layer type is data: a registered scheme without an ``embed`` slot, its options (``positional.<scheme>``'s keys),
-and its span, what each query may attend to:
+A layer type is data: ``rope`` (θ, partial rotation and its convention) or ``none``, the options of that scheme
+(``positional.<scheme>``'s keys), and its span, what each query may attend to:
 * ``full``: every key (causal: every earlier key);
 * ``sliding``: the ``window`` keys nearest it, itself included: key j for query i when i − window < j ≤ i (causal;
-  HF's sliding-window mask ``kv_idx > q_idx − sliding_window``), |i − j| < window when bidirectional;
+  HF's sliding-window mask ``kv_idx > q_idx − sliding_window``); bidirectional, |i − j| < window, pelab's choice (each
+  side reaches as far as a causal window, so 2·window − 1 keys; HF's generic bidirectional mask allows |i − j| ≤
+  window and Gemma's halves the window first);
 * ``chunked``: keys in its own chunk of ``window`` positions, j // window == i // window (HF's
   ``attention_chunk_size``, Llama 4), and causal where the stack is.
 ``attn_scale`` > 0 multiplies the layer's queries at position p by 1 + attn_scale·ln(1 + floor((p + 1)/floor_scale))
@@ -17,7 +20,9 @@ and its span, what each query may attend to:
 
 The model asks every scheme for its layers' schemes (``PositionalEncoding.layer``) and biases (``layer_biases``): a
 layout answers with its ``LayerScheme`` per layer, whose bias carries the span's mask. Nothing in the model knows
-about layouts. The presets (``PRESETS``) are registered as schemes under their model's name.
+about layouts. Each preset is a module named like its scheme (``command_a.py``: ``preset(...)``), registered as any
+scheme is. A layer's scheme is ``rope`` or ``none``, the two modules every run stage's code already names, so
+editing either re-runs exactly the stages that use it.
 """
 
 from __future__ import annotations
@@ -29,14 +34,10 @@ import torch
 from torch import nn
 
 from pelab.positional.base import PositionalEncoding, Usage, validated_options
-from pelab.positional.catalog import SCHEMES
-from pelab.positional.randomized import RandomizedPositions
+from pelab.positional.none import NoPositionalEncoding
+from pelab.positional.rope import RotaryPositionalEncoding
 
-
-def layer_scheme_names() -> list[str]:
-    """The schemes a layer can take: those that act inside attention (no ``embed``, no drawn positions)."""
-    return [name for name, cls in SCHEMES.items()
-            if cls.embed is PositionalEncoding.embed and not issubclass(cls, RandomizedPositions)]
+LAYER_SCHEMES: dict[str, type[PositionalEncoding]] = {"rope": RotaryPositionalEncoding, "none": NoPositionalEncoding}
 
 SPANS = ("full", "sliding", "chunked")
 LAYER_KEYS = ("scheme", "span", "window", "attn_scale", "floor_scale")  # a layer type's own keys; the rest: options
@@ -60,11 +61,10 @@ class LayerSpec:
         raw = dict(raw)
         own = {key: raw.pop(key) for key in LAYER_KEYS if key in raw}
         scheme = own.pop("scheme", "rope")
-        if scheme not in layer_scheme_names():
-            raise ValueError(f"{where}.scheme={scheme!r}: a layer's scheme acts inside attention (rotate or bias); "
-                             f"valid choices: {', '.join(layer_scheme_names())}")
+        if scheme not in LAYER_SCHEMES:
+            raise ValueError(f"{where}.scheme={scheme!r}; valid choices: {', '.join(LAYER_SCHEMES)}")
         spec = cls(scheme=scheme, options=dict(raw), **own)
-        validated_options(SCHEMES[scheme].Options, spec.options, where)  # unknown option keys fail here, in one line
+        validated_options(LAYER_SCHEMES[scheme].Options, spec.options, where)  # unknown keys fail here, in one line
         if spec.span not in SPANS:
             raise ValueError(f"{where}.span={spec.span!r}; valid choices: {', '.join(SPANS)}")
         if (spec.span == "full") != (spec.window == 0) or spec.window < 0:
@@ -83,10 +83,11 @@ class LayerSpec:
         return f"{self.scheme}{f' ({options})' if options else ''}, {span}{temperature}"
 
 
-def nth_layers(period: int, n_layers: int) -> list[bool]:
-    """Which layers are the nth (module docstring): (i + 1) % period == 0, and the last if none is."""
+def nth_layers(period: int, n_layers: int, last_global: bool = False) -> list[bool]:
+    """Which layers are the nth (module docstring): (i + 1) % period == 0, and the last if none is (or always,
+    ``last_global``)."""
     nth = [(i + 1) % period == 0 for i in range(n_layers)]
-    if not any(nth):
+    if last_global or not any(nth):
         nth[-1] = True
     return nth
 
@@ -115,7 +116,7 @@ class LayerScheme(PositionalEncoding):
     def __init__(self, spec: LayerSpec, *, d_model: int, n_heads: int, causal: bool) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
         self.spec = spec
-        cls = SCHEMES[spec.scheme]
+        cls = LAYER_SCHEMES[spec.scheme]
         self.inner = cls(d_model=d_model, n_heads=n_heads, causal=causal,
                          **asdict(validated_options(cls.Options, spec.options, f"a layer's {spec.scheme}")))
         self.graph_safe = self.inner.graph_safe
@@ -146,8 +147,9 @@ class Layout(PositionalEncoding):
     presets: ``Options`` (``period``, ``layer``, ``nth_layer``: the preset's own where unset) and ``source``."""
 
     source: str = ""
-    per_layer = True
+    depth_specific = True
     preset: tuple[int, dict[str, Any], dict[str, Any]] = (1, {}, {})  # period, layer, nth_layer
+    last_global = False  # the last layer is the nth at every depth (HF's Gemma 4)
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1,
                  period: int | None = None, layer: dict[str, Any] | None = None,
@@ -156,7 +158,7 @@ class Layout(PositionalEncoding):
         period, specs = self.specs(period, layer, nth_layer)
         self.period = period
         self.types = nn.ModuleList(LayerScheme(spec, d_model=d_model, n_heads=n_heads, causal=causal) for spec in specs)
-        self.order = [int(nth) for nth in nth_layers(period, n_layers)]  # per layer: 0 layer, 1 nth_layer
+        self.order = [int(nth) for nth in nth_layers(period, n_layers, self.last_global)]  # 0: layer, 1: nth_layer
         self.graph_safe = all(t.graph_safe for t in self.types)
 
     @classmethod
@@ -178,6 +180,12 @@ class Layout(PositionalEncoding):
 
     def layer(self, index: int) -> PositionalEncoding:
         return self.types[self.order[index]]
+
+    def rotate(self, q, k, q_pos, k_pos):
+        raise TypeError("a layout rotates per layer: call layer(i).rotate")
+
+    def bias(self, q_pos, k_pos):
+        raise TypeError("a layout's bias is per layer: call layer_biases")
 
     def layer_biases(self, q_pos, k_pos):
         biases = [t.bias(q_pos, k_pos) for t in self.types]
@@ -202,7 +210,7 @@ class Layout(PositionalEncoding):
                          for ix, text in groups)
 
     def describe(self, usage: Usage) -> str | None:
-        windows = {t.spec.window for t in self.types if t.spec.span != "full"}
+        windows = {self.types[o].spec.window for o in self.order if self.types[o].spec.span != "full"}
         local = (f", local spans of {min(windows)} tokens against rows of {usage.longest_train} in training and "
                  f"{usage.longest_eval} in evaluation") if windows else ""
         return f"Per layer, {self.layers_text()}{local}; after {self.source}."
@@ -211,16 +219,19 @@ class Layout(PositionalEncoding):
         return f"{super().extra_repr()}, order={self.order}"
 
 
-def preset(name: str, source: str, period: int, layer: dict[str, Any], nth_layer: dict[str, Any]) -> type[Layout]:
-    """A registered layout: a ``Layout`` subclass whose options default to this pattern."""
-    options = make_dataclass(f"{name.title().replace('_', '')}LayoutOptions", [
+def preset(name: str, source: str, period: int, layer: dict[str, Any], nth_layer: dict[str, Any],
+           last_global: bool = False) -> type[Layout]:
+    """A layout to register as scheme ``name``: a ``Layout`` subclass whose options default to this pattern (params'
+    keys merge over them one by one: ``Layout.specs``)."""
+    title = "".join(part.title() for part in name.split("_"))
+    options = make_dataclass(f"{title}LayoutOptions", [
         ("period", int, field(default=period)),
-        ("layer", dict, field(default_factory=lambda: dict(layer))),  # params' keys merge over these, one by one
+        ("layer", dict, field(default_factory=lambda: dict(layer))),
         ("nth_layer", dict, field(default_factory=lambda: dict(nth_layer))),
     ], frozen=True, namespace={"__post_init__": lambda self: _check_options(cls, self)})
-    cls = type(f"{name.title().replace('_', '')}Layout", (Layout,), {
+    cls = type(f"{title}Layout", (Layout,), {
         "Options": options, "source": source, "name": name, "preset": (period, layer, nth_layer),
-        "__module__": __name__, "__doc__": f"``{name}``: {source}."})
+        "last_global": last_global, "__module__": f"pelab.positional.{name}", "__doc__": f"``{name}``: {source}."})
     return cls
 
 
@@ -228,32 +239,8 @@ def _check_options(cls: type[Layout], options: Any) -> None:
     cls.specs(**{f.name: getattr(options, f.name) for f in fields(options)})  # one-line errors at params' parse
 
 
-ROPE_LOCAL_WINDOW = 16  # tokens; a quarter of the quick LM's L = 64, 1/16 of the full LM's 256 (Gemma 3: 1,024/32k)
+def is_layout(pe: PositionalEncoding) -> bool:
+    return isinstance(pe, Layout)
 
-PRESETS: dict[str, type[Layout]] = {
-    "smollm3": preset(
-        "smollm3", "SmolLM3 (HF SmolLM3Config: no_rope_layer_interval = 4): RoPE in every layer but every 4th, which "
-        "has no positional encoding", 4, {"scheme": "rope"}, {"scheme": "none"}),
-    "command_a": preset(
-        "command_a", "Command A (Cohere 2025, arXiv 2501.18795; HF Cohere2Config sliding_window_pattern = 4): three "
-        "sliding-window RoPE layers to one full-attention NoPE layer", 4,
-        {"scheme": "rope", "span": "sliding", "window": ROPE_LOCAL_WINDOW}, {"scheme": "none"}),
-    "llama4": preset(
-        "llama4", "Llama 4 (HF Llama4TextConfig: no_rope_layer_interval = 4, attention_chunk_size, "
-        "attn_temperature_tuning): chunked-attention RoPE layers and full-attention NoPE layers whose queries take "
-        "a log-position temperature (QK-norm on the RoPE layers is not reproduced)", 4,
-        {"scheme": "rope", "span": "chunked", "window": ROPE_LOCAL_WINDOW},
-        # floor_scale = the chunk, as HF's defaults have both at 8,192 tokens
-        {"scheme": "none", "attn_scale": 0.1, "floor_scale": float(ROPE_LOCAL_WINDOW)}),
-    "gemma3": preset(
-        "gemma3", "Gemma 3 (Gemma Team 2025, arXiv 2503.19786; HF Gemma3TextConfig: sliding_window_pattern = 6): five "
-        "sliding-window RoPE layers (θ = 10⁴) to one global RoPE layer (θ = 10⁶)", 6,
-        {"scheme": "rope", "base": 1e4, "span": "sliding", "window": ROPE_LOCAL_WINDOW},
-        {"scheme": "rope", "base": 1e6}),
-    "gemma4": preset(
-        "gemma4", "Gemma 4 (HF Gemma4TextConfig's defaults): Gemma 3's pattern with p-RoPE on the global layer "
-        "(rope_type proportional, partial_rotary_factor 0.25, θ = 10⁶)", 6,
-        {"scheme": "rope", "base": 1e4, "span": "sliding", "window": ROPE_LOCAL_WINDOW},
-        {"scheme": "rope", "base": 1e6, "rope_type": "proportional", "partial_rotary_factor": 0.25}),
-}
 
+LOCAL_WINDOW = 16  # tokens; a quarter of the quick LM's L = 64, 1/16 of the full LM's 256 (Gemma 3: 1,024/32k)

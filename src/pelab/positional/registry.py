@@ -1,6 +1,6 @@
 """The registry of positional schemes, keyed by the exact string users put in params (``pe=...``).
 
-Adding a scheme: one module under ``pelab/positional/`` named like its key, one line in ``catalog.py``,
+Adding a scheme: one module under ``pelab/positional/`` named like its key, one line here,
 ``conf/pe/<key>.yaml`` (plus its name in ``conf/pe/all.yaml``) and its options under ``positional`` in
 ``conf/config.yaml``.
 
@@ -14,18 +14,56 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
+from pelab.positional.alibi import ALiBiPositionalEncoding
+from pelab.positional.alibi_offset import OffsetALiBiPositionalEncoding
+from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding, validated_options
-from pelab.positional.catalog import SCHEMES
-from pelab.positional.layout import PRESETS as LAYOUTS
-from pelab.positional.layout import Layout
-from pelab.positional.rope_theta import THETA_SCHEMES
+from pelab.positional.command_a import CommandALayout
+from pelab.positional.fire import FIREPositionalEncoding
+from pelab.positional.gemma3 import Gemma3Layout
+from pelab.positional.gemma4 import Gemma4Layout
+from pelab.positional.learned import LearnedPositionalEncoding
+from pelab.positional.llama4 import Llama4Layout
+from pelab.positional.none import NoPositionalEncoding
+from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
+from pelab.positional.rand_rope import RandomizedRotaryPositionalEncoding
+from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncoding
+from pelab.positional.rope import RotaryPositionalEncoding
+from pelab.positional.rope_theta1k import RopeTheta1K
+from pelab.positional.rope_theta1m import RopeTheta1M
+from pelab.positional.rope_theta10 import RopeTheta10
+from pelab.positional.rope_theta100 import RopeTheta100
+from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
+from pelab.positional.smollm3 import SmolLM3Layout
+from pelab.positional.t5 import T5RelativePositionalEncoding
+from pelab.positional.xpos import XPosPositionalEncoding
 
 POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
-    **SCHEMES,  # one module each (catalog.py)
+    "none": NoPositionalEncoding,
+    "sinusoidal": SinusoidalPositionalEncoding,
+    "learned": LearnedPositionalEncoding,
+    "rope": RotaryPositionalEncoding,
+    "alibi": ALiBiPositionalEncoding,
+    "alibi_sym": SymmetricALiBiPositionalEncoding,
+    "t5": T5RelativePositionalEncoding,
+    "alibi_offset": OffsetALiBiPositionalEncoding,  # the randomized-PE study's bidirectional ALiBi
+    "fire": FIREPositionalEncoding,
+    # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
+    "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
+    "rand_learned": RandomizedLearnedPositionalEncoding,
+    "rand_rope": RandomizedRotaryPositionalEncoding,
+    "xpos": XPosPositionalEncoding,  # causal attention only
     # RoPE's base θ as an axis of the length and LM studies (positional/rope_theta.py; rope itself is θ = 1e4)
-    **THETA_SCHEMES,
+    "rope_theta10": RopeTheta10,
+    "rope_theta100": RopeTheta100,
+    "rope_theta1k": RopeTheta1K,
+    "rope_theta1m": RopeTheta1M,
     # layouts: a scheme and a span per layer, as the models of 2025-26 ship them (positional/layout.py)
-    **LAYOUTS,
+    "smollm3": SmolLM3Layout,
+    "command_a": CommandALayout,
+    "llama4": Llama4Layout,
+    "gemma3": Gemma3Layout,
+    "gemma4": Gemma4Layout,
 }
 
 
@@ -48,8 +86,9 @@ def scheme_of(pe: PositionalEncoding) -> str:
 
 
 def is_layout(name: str) -> bool:
-    """Whether ``name`` is a layout (a scheme and span per layer) rather than one scheme for every layer."""
-    return issubclass(POSITIONAL_ENCODINGS[check_scheme(name)], Layout)
+    """Whether ``name`` is a layout (a scheme and span per layer, built for one depth: ``positional/layout.py``)
+    rather than one scheme for every layer."""
+    return POSITIONAL_ENCODINGS[check_scheme(name)].depth_specific
 
 
 def draws_positions(name: str) -> bool:

@@ -15,7 +15,8 @@ Two options extend a trained model past its context at evaluation, without retra
 
 Partial rotation, in the two conventions Hugging Face ``transformers`` names (``modeling_rope_utils``), which agree
 at position 0 and drift apart with distance (HF #48652): with f = ``partial_rotary_factor`` < 1,
-* ``rope_type: default`` (GPT-NeoX's ``rotary_pct``, Phi, StableLM; HF ``_compute_default_rope_parameters``): the
+* ``rope_type: default`` (GPT-NeoX's ``rotary_pct``, Phi, StableLM; HF's per-model ``compute_default_rope_parameters``,
+  e.g. ``PhiRotaryEmbedding``'s, with ``PhiAttention`` splitting q into q_rot, q_pass): the
   first r = int(f·Dh) dimensions are rotated with the spectrum of an r-dimensional head, θ_i = base^(−2i/r), i < r/2;
   the other Dh − r pass unrotated;
 * ``rope_type: proportional`` (p-RoPE, Barbero et al. 2025, "Round and round we go",
@@ -97,6 +98,9 @@ class RotaryPositionalEncoding(PositionalEncoding):
                 raise ValueError(f"positional.rope.partial_rotary_factor={partial_rotary_factor} must rotate a whole "
                                  f"number of pairs of the {self.head_dim}-dimensional head (f·Dh even and >= 2 for "
                                  f"rope_type default)")
+            if base_rescale_factor != 1.0:
+                raise ValueError("positional.rope.base_rescale_factor applies to a full rotation; with "
+                                 f"partial_rotary_factor={partial_rotary_factor} keep it 1")
             # HF's context extensions rescale the full-width spectrum; a partial rotation keeps the temperature and crop
             self.variants = ""
 

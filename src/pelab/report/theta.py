@@ -8,16 +8,13 @@ import pandas as pd
 
 from pelab.analysis.paired import seed_values
 from pelab.positional.registry import POSITIONAL_ENCODINGS
-from pelab.positional.rope import RotaryPositionalEncoding
-from pelab.positional.rope_theta import THETA_SCHEMES, periodic_bound, retrieval_bound
+from pelab.positional.rope_theta import ThetaRotaryPositionalEncoding, periodic_bound, retrieval_bound
 
 
 def bases(cfg, schemes: list[str]) -> dict[str, float]:
     """{scheme: θ} for ``rope`` and the θ axis where the study has at least one of the axis (else {})."""
-    if not any(s in THETA_SCHEMES for s in schemes):
-        return {}
-    return {s: float(cfg.options(s).base) for s in schemes
-            if s == "rope" or s in THETA_SCHEMES and issubclass(POSITIONAL_ENCODINGS[s], RotaryPositionalEncoding)}
+    axis = [s for s in schemes if issubclass(POSITIONAL_ENCODINGS[s], ThetaRotaryPositionalEncoding)]
+    return {s: float(cfg.options(s).base) for s in schemes if s == "rope" or s in axis} if axis else {}
 
 
 def bounds_text(head_dim: int, trained: int, longest: int) -> str:
