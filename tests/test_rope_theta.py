@@ -76,7 +76,7 @@ def test_the_lm_reading_says_where_each_base_stops() -> None:
                             for pe, vs in curves.items() for seed in (0, 1)
                             for length, v in zip((64, 128, 256, 512), vs)])
     text = lm_theta_reading(records, Cfg(), "lm", ["alibi", *curves], [64, 128, 256, 512], 1.10)
-    assert text.endswith("up to θ = 10 (`rope_theta10`) up to T = 512; θ = 10000 (`rope`) up to T = 128; "
-                         "θ = 1e+06 (`rope_theta1m`) up to T = 64.")
+    assert text.endswith("of its value at L: T = 512 for θ = 10 (`rope_theta10`), T = 128 for θ = 10000 (`rope`), "
+                         "T = 64 for θ = 1e+06 (`rope_theta1m`).")
     assert text.startswith("**RoPE's base θ** (d = 16: every pair turns within the 64 trained positions for θ ≤ ")
     assert lm_theta_reading(records, Cfg(), "lm", ["rope", "alibi"], [64, 128], 1.10) == ""

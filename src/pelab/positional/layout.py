@@ -213,7 +213,7 @@ class Layout(PositionalEncoding):
         windows = {self.types[o].spec.window for o in self.order if self.types[o].spec.span != "full"}
         local = (f", local spans of {min(windows)} tokens against rows of {usage.longest_train} in training and "
                  f"{usage.longest_eval} in evaluation") if windows else ""
-        return f"Per layer, {self.layers_text()}{local}; after {self.source}."
+        return f"Per layer at this depth, {self.layers_text()}{local} (the pattern of {self.source})."
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, order={self.order}"

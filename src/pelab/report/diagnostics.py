@@ -123,7 +123,8 @@ def rope_table(ctx: ReportContext, probe: pd.DataFrame) -> str:
         sel = bands[bands["task"] == task]
         for scheme in dict.fromkeys(sel["pe"]):
             n, shares = slow_pairs(sel[sel["pe"] == scheme], trained[task])
-            table.append([task, f"`{scheme}`", str(n), format_mean_sd(summarize(shares), 2)])
+            # none slower (a small base: rope_theta10): every pair turns within L, no share to sum
+            table.append([task, f"`{scheme}`", str(n), format_mean_sd(summarize(shares), 2) if shares else "–"])
     return markdown_table(["task", "scheme", "pairs slower than L", "their share"], table)
 
 

@@ -44,12 +44,13 @@ def lm_theta_reading(records: pd.DataFrame, cfg, task: str, schemes: list[str], 
                 break
             reach = length
         effective = seed_values(records, task, scheme, "effective", "tokens")
-        passkey = f", passkey effective length {sum(effective) / len(effective):.0f}" if effective else ""
-        parts.append(f"θ = {base:g} (`{scheme}`) up to T = {reach}{passkey}")
+        passkey = f"; passkey effective length {sum(effective) / len(effective):.0f}" if effective else ""
+        parts.append(f"T = {reach} for θ = {base:g} (`{scheme}`{passkey})")
     model = cfg.model
     head_dim = model.d_model // model.n_heads
-    return (f"**RoPE's base θ** ({bounds_text(head_dim, lengths[0], lengths[-1])}): sliding-window perplexity (mean "
-            f"over seeds) stays within {flat:.2f}× of its value at L at every length up to " + "; ".join(parts) + ".")
+    return (f"**RoPE's base θ** ({bounds_text(head_dim, lengths[0], lengths[-1])}). The longest T to which "
+            f"sliding-window perplexity (mean over seeds) stays within {flat:.2f}× of its value at L: "
+            + ", ".join(parts) + ".")
 
 
 def length_theta_reading(records: pd.DataFrame, cfg, task: str, schemes: list[str], trained_row: int,
