@@ -117,3 +117,15 @@ def test_the_layout_reading_pairs_seeds_against_the_schemes_its_layers_use() -> 
                     "(higher on 3 of 3 seeds).")
     assert layout_reading(records, Cfg(), "recall_causal", ["rope", "alibi"], "beyond", "token_accuracy", "x", False,
                           causal=True) == ""
+
+
+def test_the_setup_sentence_describes_the_stack_at_the_tasks_depth() -> None:
+    from pelab.analysis.schemes import describe_scheme
+    from pelab.positional import Usage
+
+    usage = Usage("the LM study", 64, 512, range(1, 64))
+    two = describe_scheme("command_a", usage, d_model=32, n_heads=2, causal=True, n_layers=2)
+    assert two.startswith("Per layer at this depth, layer 1: rope, sliding 16; layer 2: none, full, local spans of "
+                          "16 tokens against rows of 64 in training and 512 in evaluation (the pattern of Command A")
+    one = describe_scheme("command_a", usage, d_model=32, n_heads=2, causal=True, n_layers=1)
+    assert "layer 1: none, full (the pattern" in one and "local spans" not in one

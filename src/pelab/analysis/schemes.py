@@ -21,10 +21,11 @@ def _built_in_either_form(name: str, causal: bool, **kwargs: Any) -> PositionalE
 
 
 def describe_scheme(name: str, usage: Usage, *, d_model: int, n_heads: int, causal: bool = False,
-                    options: dict[str, Any] | Any | None = None) -> str | None:
-    """The sentence scheme ``name``, built with ``options``, states about its setup where ``usage`` says it serves
-    (``PositionalEncoding.describe``), or None."""
-    return _built_in_either_form(name, causal, d_model=d_model, n_heads=n_heads, options=options).describe(usage)
+                    options: dict[str, Any] | Any | None = None, n_layers: int = 1) -> str | None:
+    """The sentence scheme ``name``, built with ``options`` for a stack of ``n_layers`` (a layout's layers differ by
+    depth), states about its setup where ``usage`` says it serves (``PositionalEncoding.describe``), or None."""
+    return _built_in_either_form(name, causal, d_model=d_model, n_heads=n_heads, options=options,
+                                 n_layers=n_layers).describe(usage)
 
 
 def adds_learned_table(name: str) -> bool:

@@ -59,6 +59,7 @@ def scheme_choices(ctx: ReportContext, task: str, schemes: list[str], usage: Usa
     """Each scheme's own statement of its setup where ``usage`` says it serves (``describe_scheme``), as
     '`<scheme>`: …' sentences; built from the task's options for it, no weights read."""
     model = ctx.cfg(task).model
+    depth = getattr(model, "n_layers", None) or model.encoder_layers  # translation: the encoder's stack
     described = {scheme: describe_scheme(scheme, usage, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
-                                         options=ctx.cfg(task).options(scheme)) for scheme in schemes}
+                                         options=ctx.cfg(task).options(scheme), n_layers=depth) for scheme in schemes}
     return [f"`{scheme}`: {text}" for scheme, text in described.items() if text]
