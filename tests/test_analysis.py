@@ -367,7 +367,7 @@ def _probe_records() -> pd.DataFrame:
             rows.append(("probe", "all", "trained_length", 4.0, scheme, seed))
             for length, entropy in ((4, 0.5), (8, 0.5 + rise + 0.1 * seed)):
                 rows.append(("probe", str(length), "attn_entropy_norm", entropy, scheme, seed))
-            rows.append(("beyond", "all", "exact_match", 0.1 if scheme == "a" else 0.9, scheme, seed))
+            rows.append(("beyond", "all", "token_accuracy", 0.1 if scheme == "a" else 0.9, scheme, seed))
     return pd.DataFrame([{"task": "t", "split": s, "length": n, "metric": m, "value": v, "pe": pe, "seed": k}
                          for s, n, m, v, pe, k in rows])
 
@@ -383,7 +383,7 @@ def test_probe_rows_against_the_training_length_and_their_change_to_the_longest(
     ratios = diagnostics.relative_lengths(longer[longer["split"] == "probe"]).groupby("pe")["ratio"].unique()
     assert sorted(ratios["a"]) == [1.0, 2.0] and sorted(ratios["b"]) == [0.5, 1.0]
     score = diagnostics.beyond_score(records, "t")
-    assert score.label == "exact match beyond N" and score.higher_is_better
+    assert score.label == "token accuracy beyond N" and score.higher_is_better
     assert diagnostics.beyond_score(records, "other") is None
     found, low, high = diagnostics.changes(rows, records, "t", ["attn_entropy_norm"], score)
     assert (low, high) == (1.0, 2.0) and list(found) == ["a", "b"]

@@ -22,9 +22,11 @@ class BeyondScore(NamedTuple):
     higher_is_better: bool
 
 
-# each task's score beyond its training lengths: the first of these its records hold
-BEYOND_SCORES = (BeyondScore("beyond", "exact_match", "exact match beyond N", True),
-                 BeyondScore("test_long", "exact_match", "exact match, long", True),
+# each task's score beyond its training lengths: the first of these its records hold. Token accuracy, the length
+# study's ranking metric and copy's longer-test headline: exact match beyond N is 0 for nearly every scheme at
+# quick, which would make "best" and "worst" arbitrary
+BEYOND_SCORES = (BeyondScore("beyond", "token_accuracy", "token accuracy beyond N", True),
+                 BeyondScore("test_long", "token_accuracy", "token accuracy, long", True),
                  BeyondScore("at_4L", "ppl_ratio", "ppl(4L)/ppl(L)", False))
 
 
