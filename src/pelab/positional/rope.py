@@ -94,10 +94,11 @@ class RotaryPositionalEncoding(PositionalEncoding):
         self.rope_type = rope_type
         if self.partial:
             width = int(self.head_dim * partial_rotary_factor)
-            if (rope_type == "default" and (width < 2 or width % 2)) or int(partial_rotary_factor * self.head_dim // 2) < 1:
+            if rope_type == "default" and (width < 2 or width % 2):  # HF would rotate a half pair
                 raise ValueError(f"positional.rope.partial_rotary_factor={partial_rotary_factor} must rotate a whole "
                                  f"number of pairs of the {self.head_dim}-dimensional head (f·Dh even and >= 2 for "
                                  f"rope_type default)")
+            # proportional: int(f·Dh/2) pairs, none in a head too narrow for f (then no pair turns: as HF computes it)
             if base_rescale_factor != 1.0:
                 raise ValueError("positional.rope.base_rescale_factor applies to a full rotation; with "
                                  f"partial_rotary_factor={partial_rotary_factor} keep it 1")
