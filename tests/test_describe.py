@@ -62,7 +62,7 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
     raw["copy"]["positional"]["wobble"] = {}
     params = smoke_params(tmp_path, copy=raw["copy"], pe={"schemes": ["sinusoidal", "wobble"]})
     records = pd.DataFrame(
-        [{"task": "copy", "pe": pe, "seed": seed, "split": "test_long", "length": "all", "metric": "exact_match",
+        [{"task": "copy", "pe": pe, "seed": seed, "split": "test_long", "length": "all", "metric": "token_accuracy",
           "value": 0.1 * seed + (pe == "wobble") * 0.05} for pe in ("sinusoidal", "wobble") for seed in range(3)]
         + [{"task": "copy", "pe": pe, "seed": seed, "split": "probe", "length": length, "metric": metric,
             "value": value} for pe in ("sinusoidal", "wobble") for seed in range(3)
@@ -76,7 +76,7 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
                         tmp_path / "figures")
     choices = scheme_choices(ctx, "copy", list(params.schemes), USAGE)
     assert choices == ["`wobble`: WOBBLE-SETUP for copy up to 20 positions."]
-    table, best = comparison_table(records, "copy", list(params.schemes), [("test_long", "exact_match", "exact")],
+    table, best = comparison_table(records, "copy", list(params.schemes), [("test_long", "token_accuracy", "tokens")],
                                    reference="sinusoidal")
     assert "| `wobble` | 3 | 0.150 ± 0.100" in table and best == "wobble"
     lines = "\n".join(diagnostics_section(ctx))
