@@ -239,8 +239,4 @@ def _check_options(cls: type[Layout], options: Any) -> None:
     cls.specs(**{f.name: getattr(options, f.name) for f in fields(options)})  # one-line errors at params' parse
 
 
-def is_layout(pe: PositionalEncoding) -> bool:
-    return isinstance(pe, Layout)
-
-
 LOCAL_WINDOW = 16  # tokens; a quarter of the quick LM's L = 64, 1/16 of the full LM's 256 (Gemma 3: 1,024/32k)
