@@ -40,6 +40,15 @@ def combine_attention_bias(
     return bias
 
 
+def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | None) -> torch.Tensor | None:
+    """The combined bias (B|1, H|1, Tq, Tk) plus a scheme's content bias (B, H, Tq, Tk), either may be None. A query
+    the two leave no key (a right-looking head at trailing padding) sees every key, as in ``combine_attention_bias``."""
+    if content is None:
+        return attn_bias
+    bias = content if attn_bias is None else attn_bias + content
+    return bias.masked_fill(torch.isinf(bias).all(dim=-1, keepdim=True), 0.0)
+
+
 class MultiHeadAttention(nn.Module):
     """Self- or cross-attention. The positional scheme's ``rotate`` is applied to q and k; its
     ``bias`` arrives already combined with the masks as ``attn_bias``."""
@@ -83,6 +92,7 @@ class MultiHeadAttention(nn.Module):
         """
         q, k, v = self.project(x, memory)
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
+        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k))
         return self.attend(q, k, v, attn_bias, need_weights)
 
     def extend(
@@ -97,6 +107,7 @@ class MultiHeadAttention(nn.Module):
         q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
         cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
         cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
+        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, cache["k"], cache))
         return self.attend(q, cache["k"], cache["v"], attn_bias)[0]
 
     def attend(
@@ -117,6 +128,8 @@ class MultiHeadAttention(nn.Module):
             weights = scores.softmax(dim=-1)
             out = F.dropout(weights, dropout, self.training) @ v  # (B, H, Tq, Dh)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout)
+            # the scale of the head, not of q's last dimension (PoPE doubles it: ``positional.pope``)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout,
+                                                 scale=1 / math.sqrt(self.head_dim))
         out = out.transpose(1, 2).flatten(2)  # (B, Tq, D)
         return self.out_proj(out), weights

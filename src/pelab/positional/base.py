@@ -1,12 +1,14 @@
-"""The positional-encoding interface: three slots, each a no-op by default.
+"""The positional-encoding interface: four slots, each a no-op by default.
 
-Every scheme plugs into one (or more) of three places (lucidrains/x-transformers' taxonomy):
+Every scheme plugs into one (or more) of four places (the first three are lucidrains/x-transformers' taxonomy):
 
 1. ``embed``  — add a vector to the token embeddings (sinusoidal, learned);
-2. ``rotate`` — rotate queries and keys inside attention (RoPE);
-3. ``bias``   — add a bias to the attention logits (ALiBi, T5 relative buckets).
+2. ``rotate`` — rotate (or otherwise transform) queries and keys inside attention (RoPE, PoPE);
+3. ``bias``   — add a bias of positions alone to the attention logits (ALiBi, T5 relative buckets, KERPLE);
+4. ``content_bias`` — add a bias that also reads the tokens: the layer's input, queries and keys (FoX's forget
+   gates, where position is what the data makes of it).
 
-The model calls all three every time. "No positional encoding" is this base class unchanged:
+The model calls all four every time. "No positional encoding" is this base class unchanged:
 a null object, never an ``if`` in model code.
 """
 
@@ -93,6 +95,15 @@ class PositionalEncoding(nn.Module):
     # Slot 3: bias on the attention logits ----------------------------------------------------
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
         """Additive logit bias of shape (H, Tq, Tk), or None for no bias."""
+        return None
+
+    # Slot 4: a bias on the attention logits that reads the content ----------------------------
+    def content_bias(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                     cache: dict[str, torch.Tensor] | None = None) -> torch.Tensor | None:
+        """Additive logit bias (B, H, Tq, Tk) from x (B, Tq, D), the layer's normed input at the queries, and the
+        rotated q (B, H, Tq, Dh), k (B, H, Tk, Dh); None for none. Self-attention only. ``cache`` is the layer's
+        incremental-decoding cache (``MultiHeadAttention.extend``: the queries are the last Tq of the Tk tokens),
+        where a scheme keeps what it needs of earlier tokens; None on a whole row (Tq = Tk)."""
         return None
 
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:

@@ -20,11 +20,14 @@ from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding, validated_options
 from pelab.positional.command_a import CommandALayout
 from pelab.positional.fire import FIREPositionalEncoding
+from pelab.positional.fox import FoXPositionalEncoding
 from pelab.positional.gemma3 import Gemma3Layout
 from pelab.positional.gemma4 import Gemma4Layout
+from pelab.positional.kerple import KERPLEPositionalEncoding
 from pelab.positional.learned import LearnedPositionalEncoding
 from pelab.positional.llama4 import Llama4Layout
 from pelab.positional.none import NoPositionalEncoding
+from pelab.positional.pope import PoPEPositionalEncoding
 from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
 from pelab.positional.rand_rope import RandomizedRotaryPositionalEncoding
 from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncoding
@@ -33,6 +36,7 @@ from pelab.positional.rope_theta1k import RopeTheta1K
 from pelab.positional.rope_theta1m import RopeTheta1M
 from pelab.positional.rope_theta10 import RopeTheta10
 from pelab.positional.rope_theta100 import RopeTheta100
+from pelab.positional.sandwich import SandwichPositionalEncoding
 from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
 from pelab.positional.smollm3 import SmolLM3Layout
 from pelab.positional.t5 import T5RelativePositionalEncoding
@@ -48,6 +52,11 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "t5": T5RelativePositionalEncoding,
     "alibi_offset": OffsetALiBiPositionalEncoding,  # the randomized-PE study's bidirectional ALiBi
     "fire": FIREPositionalEncoding,
+    # the schemes of 2022-25 (kernel biases beside ALiBi and T5; polar positions; a data-dependent decay)
+    "kerple": KERPLEPositionalEncoding,
+    "sandwich": SandwichPositionalEncoding,
+    "pope": PoPEPositionalEncoding,
+    "fox": FoXPositionalEncoding,
     # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
     "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
     "rand_learned": RandomizedLearnedPositionalEncoding,
@@ -102,7 +111,7 @@ def is_control(name: str) -> bool:
     """Whether scheme ``name`` gives the model no positional information: its class overrides none of the hooks
     (``none``, the control every study measures the others against)."""
     cls = POSITIONAL_ENCODINGS[check_scheme(name)]
-    hooks = ("embed", "rotate", "bias", "layer_biases")
+    hooks = ("embed", "rotate", "bias", "layer_biases", "content_bias", "layer")
     return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks)
 
 

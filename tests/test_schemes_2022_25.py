@@ -1,0 +1,230 @@
+"""KERPLE, Sandwich, PoPE and FoX against their reference code's arithmetic (re-written here from the repositories
+named in each module's docstring) and the properties their papers state."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from pelab.model.attention import combine_attention_bias
+from pelab.model.config import ModelConfig
+from pelab.model.sequence import build_sequence_model
+from pelab.positional import build_positional_encoding
+from pelab.positional.fox import ForgetGate
+from pelab.positional.registry import is_control
+
+MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
+
+
+def reference_kerple_log(r1: torch.Tensor, r2: torch.Tensor, length: int) -> torch.Tensor:
+    """chijames/KERPLE ``ParallelKerpleLog.forward`` (causal): diff = tril(i − j); −r1·log(1 + r2·diff), the
+    parameters clamped at 1e-2 first. Returns (H, T, T) (0 above the diagonal, which the mask hides)."""
+    diff = torch.tril(torch.arange(length).view(length, 1).repeat(1, length) + torch.arange(0, -length, -1)).float()
+    r1, r2 = r1.clamp(min=1e-2)[:, None, None], r2.clamp(min=1e-2)[:, None, None]
+    return -r1 * torch.log(1 + r2 * diff)
+
+
+def reference_kerple_power(exponent: torch.Tensor, coefficient: torch.Tensor, length: int) -> torch.Tensor:
+    """``ParallelKerplePower.forward`` with the 'ap' arguments: −a·diff^p, p clamped to [1e-2, 2], a ≥ 1e-2."""
+    diff = torch.tril(torch.arange(length).view(length, 1).repeat(1, length) + torch.arange(0, -length, -1)).float()
+    p, a = exponent.clamp(min=1e-2, max=2)[:, None, None], coefficient.clamp(min=1e-2)[:, None, None]
+    return -diff.pow(p) * a
+
+
+def lower(bias: torch.Tensor) -> torch.Tensor:
+    """(H, T, T) with the keys right of the query set to 0, where a causal mask makes any value irrelevant."""
+    return torch.tril(torch.nan_to_num(bias, neginf=0.0))
+
+
+def test_kerple_log_equals_its_reference_code_with_the_clamp():
+    pe = build_positional_encoding("kerple", d_model=32, n_heads=4, causal=True)
+    with torch.no_grad():  # one of each parameter below the reference's floor
+        pe.coefficient.copy_(torch.tensor([1.5, 0.001, 0.3, 1.9]))
+        pe.rate.copy_(torch.tensor([0.2, 0.7, -0.5, 0.05]))
+    pos = torch.arange(300)
+    expected = reference_kerple_log(pe.coefficient.detach(), pe.rate.detach(), 300)
+    assert_close(lower(pe.bias(pos, pos)), expected)
+    assert pe.bias(pos, pos)[0, 299, 0].item() == pytest.approx(-1.5 * math.log(1 + 0.2 * 299))
+
+
+def test_kerple_power_equals_its_reference_code_with_the_clamp():
+    pe = build_positional_encoding("kerple", d_model=32, n_heads=4, causal=True, options={"kernel": "power"})
+    with torch.no_grad():
+        pe.coefficient.copy_(torch.tensor([0.5, 0.001, 0.3, 0.9]))
+        pe.rate.copy_(torch.tensor([1.2, 2.7, 0.005, 0.5]))  # exponents: one above 2, one below the floor
+    pos = torch.arange(50)
+    expected = reference_kerple_power(pe.rate.detach(), pe.coefficient.detach(), 50)
+    assert_close(lower(pe.bias(pos, pos)), expected)
+
+
+def test_kerple_clamp_passes_the_gradient_as_the_reference_in_place_clamp():
+    """The reference clamps ``.data`` and back-propagates through the unclamped expression: a parameter below the
+    floor still gets the gradient of the floor value (not zero, as a plain clamp would give)."""
+    pe = build_positional_encoding("kerple", d_model=32, n_heads=4, causal=True)
+    with torch.no_grad():
+        pe.coefficient.copy_(torch.tensor([0.001, 1.0, 1.0, 1.0]))
+        pe.rate.copy_(torch.tensor([0.5, 0.5, 0.5, 0.5]))
+    pos = torch.arange(5)
+    lower(pe.bias(pos, pos)).sum().backward()
+    # d/dr1 of Σ_{i ≥ j} −r1·log(1 + r2 (i − j)) = −Σ log(1 + 0.5·d) over the 15 pairs
+    expected = -sum(math.log(1 + 0.5 * (i - j)) for i in range(5) for j in range(i + 1))
+    assert pe.coefficient.grad[0].item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_kerple_params_are_shared_by_every_layer_and_start_in_the_reference_ranges():
+    pe = build_positional_encoding("kerple", d_model=32, n_heads=8, causal=True, n_layers=4)
+    assert sum(p.numel() for p in pe.parameters()) == 16  # 2H scalars for the whole stack
+    assert (pe.coefficient > 0).all() and (pe.coefficient < 2).all() and (pe.rate < 1).all()
+    pos = torch.arange(6)
+    biases = pe.layer_biases(pos, pos)
+    assert len(biases) == 1  # one bias, every layer
+
+
+@pytest.mark.parametrize("scheme", ["kerple", "sandwich"])
+def test_kernel_bias_in_an_encoder_looks_one_way_per_head(scheme):
+    pe = build_positional_encoding(scheme, d_model=32, n_heads=4, causal=False)
+    causal = build_positional_encoding(scheme, d_model=32, n_heads=4, causal=True)
+    causal.load_state_dict(pe.state_dict())
+    pos = torch.arange(9)
+    bias, left = pe.bias(pos, pos), causal.bias(pos, pos)
+    i, j = pos[:, None], pos[None, :]
+    for h in range(4):
+        watched = j <= i if h % 2 == 0 else j >= i
+        assert torch.isinf(bias[h][~watched]).all() and torch.isfinite(bias[h][watched]).all()
+        # the right-looking head is the left-looking kernel mirrored
+        expected = left[h] if h % 2 == 0 else left[h].T
+        assert_close(bias[h][watched], expected[watched])
+
+
+def reference_sandwich(length: int, hidden: int, heads: int) -> torch.Tensor:
+    """NeMo ``SandwichRelativePositionEmbedding.forward`` (causal): (H, T, T)."""
+    context = torch.arange(length)[:, None]
+    memory = torch.arange(length)[None, :]
+    relative = torch.tril((memory - context).abs())
+    inv_freq = 1.0 / (10000 ** (2 * torch.arange(1, hidden / 2 + 1) / hidden))
+    bias = torch.sum((relative[:, :, None] * inv_freq).cos(), dim=2).repeat(heads, 1, 1)
+    scales = torch.arange(1, heads + 1)
+    return (bias - hidden / 2) / (scales * 8 / heads)[:, None, None]
+
+
+def test_sandwich_equals_nemos_code_and_the_sinusoidal_inner_product():
+    pe = build_positional_encoding("sandwich", d_model=64, n_heads=4, causal=True)  # d' = Dh = 16
+    pos = torch.arange(40)
+    bias = pe.bias(pos, pos)
+    assert_close(lower(bias), torch.tril(reference_sandwich(40, 16, 4)))
+    # p_i·p_j − d'/2 for p_t = [sin(t ω_k), cos(t ω_k)], ω_k = 10000^(−2k/d'), k = 1..d'/2 (the paper's §5)
+    omega = 10000.0 ** (-2.0 * torch.arange(1, 9, dtype=torch.float64) / 16)
+    p = torch.cat([torch.sin(pos[:, None] * omega), torch.cos(pos[:, None] * omega)], dim=-1)  # (T, d')
+    inner = p @ p.T - 8
+    for h in range(4):
+        assert_close(lower(bias)[h].double(), torch.tril(inner) / (8 * (h + 1) / 4), rtol=1e-5, atol=1e-4)
+    assert_close(torch.diagonal(bias, dim1=-2, dim2=-1), torch.zeros(4, 40))
+    assert (lower(bias) <= 1e-6).all()
+
+
+def test_sandwich_has_no_parameters():
+    assert not list(build_positional_encoding("sandwich", d_model=32, n_heads=4).parameters())
+
+
+def test_pope_logits_equal_the_polar_formula():
+    """logit_ts·√Dh = Σ_c softplus(q_tc) softplus(k_sc) cos((t − s) θ_c − δ_c), θ_c = 10000^(−c/Dh), δ in [−2π, 0]."""
+    torch.manual_seed(0)
+    pe = build_positional_encoding("pope", d_model=16, n_heads=2, causal=True)  # Dh = 8
+    with torch.no_grad():
+        pe.phase_bias.copy_(torch.tensor([[-1.0, 0.5, -7.0, -0.2, -3.0, 0.0, -6.0, -0.1]] * 2))  # two to clamp
+    q, k = torch.randn(1, 2, 7, 8), torch.randn(1, 2, 9, 8)
+    q_pos, k_pos = torch.arange(100, 107), torch.arange(3, 12)
+    rq, rk = pe.rotate(q, k, q_pos, k_pos)
+    assert rq.shape == (1, 2, 7, 16) and rk.shape == (1, 2, 9, 16)
+    theta = 10000.0 ** (-torch.arange(8) / 8)
+    delta = pe.phase_bias.detach().clamp(-2 * math.pi, 0)
+    for h in range(2):
+        for t in range(7):
+            for s in range(9):
+                angle = (q_pos[t] - k_pos[s]) * theta - delta[h]
+                expected = (F.softplus(q[0, h, t]) * F.softplus(k[0, h, s]) * angle.cos()).sum()
+                assert (rq[0, h, t] @ rk[0, h, s]).item() == pytest.approx(expected.item(), rel=1e-4, abs=1e-4)
+
+
+def test_pope_attention_keeps_the_heads_scale():
+    """Queries leave PoPE 2·Dh wide; the fused kernel must still scale by 1/√Dh, as the explicit path."""
+    model = build_sequence_model("pope", 20, MODEL, None, 0, causal=True).eval()
+    tokens = torch.randint(0, 20, (2, 13), generator=torch.Generator().manual_seed(1))
+    fused, _ = model(tokens)
+    explicit, weights = model(tokens, need_weights=True)
+    assert_close(fused, explicit, rtol=1e-5, atol=1e-5)
+    layer = model.encoder.layers[0]
+    h = layer.attn_norm(model.pe.embed(model.embedding(tokens), torch.arange(13)))
+    q, k, _ = layer.attn.project(h, h)
+    rq, rk = model.pe.rotate(q, k, torch.arange(13), torch.arange(13))
+    scores = rq @ rk.transpose(-2, -1) / math.sqrt(MODEL.d_model // MODEL.n_heads)
+    causal = combine_attention_bias(None, q_len=13, k_len=13, causal=True)
+    assert_close(weights[0]["self"], (scores + causal).softmax(-1), rtol=1e-5, atol=1e-6)
+
+
+def reference_fox_decay(log_fgate: torch.Tensor) -> torch.Tensor:
+    """zhixuan-lin/forgetting-transformer, the attention-output path: log_lambda = cumsum(log_fgate);
+    decay_bias = log_lambda[:, :, None] − log_lambda[:, None, :]. log_fgate (B·H, T) -> (B·H, T, T)."""
+    log_lambda = torch.cumsum(log_fgate, dim=-1)
+    return log_lambda[:, :, None] - log_lambda[:, None, :]
+
+
+def test_fox_decay_equals_its_reference_and_the_sum_of_log_gates():
+    torch.manual_seed(0)
+    gate = ForgetGate(d_model=16, n_heads=2, causal=True)
+    x = torch.randn(3, 10, 16)
+    q = k = torch.zeros(3, 2, 10, 8)
+    bias = gate.content_bias(x, q, k)  # (B, H, T, T)
+    log_f = F.logsigmoid(gate.gate(x)).transpose(1, 2)  # (B, H, T)
+    assert_close(lower(bias.flatten(0, 1)), torch.tril(reference_fox_decay(log_f.flatten(0, 1))))
+    # D_ij = Σ_{l=j+1}^{i} log f_l, the key's own gate excluded, D_ii = 0
+    assert bias[1, 0, 7, 2].item() == pytest.approx(log_f[1, 0, 3:8].sum().item(), rel=1e-5)
+    assert_close(torch.diagonal(bias, dim1=-2, dim2=-1), torch.zeros(3, 2, 10))
+
+
+def test_fox_in_an_encoder_decays_each_way_by_the_gates_between():
+    torch.manual_seed(0)
+    gate = ForgetGate(d_model=16, n_heads=2, causal=False)
+    x = torch.randn(1, 8, 16)
+    bias = gate.content_bias(x, torch.zeros(1, 2, 8, 8), torch.zeros(1, 2, 8, 8))[0]
+    log_f = F.logsigmoid(gate.gate(x))[0].T  # (H, T)
+    assert bias[0, 6, 2].item() == pytest.approx(log_f[0, 3:7].sum().item(), rel=1e-5)  # left: l = j+1..i
+    assert bias[1, 2, 6].item() == pytest.approx(log_f[1, 2:6].sum().item(), rel=1e-5)  # right: l = i..j−1
+    assert torch.isinf(bias[0, 2, 6]) and torch.isinf(bias[1, 6, 2])
+
+
+def test_fox_with_every_gate_open_is_nope():
+    """f = 1 everywhere (the gate's logit → +∞) makes the decay 0: the same weights give `none`'s logits."""
+    fox = build_sequence_model("fox", 20, MODEL, None, 0, causal=True).eval()
+    none = build_sequence_model("none", 20, MODEL, None, 0, causal=True).eval()
+    with torch.no_grad():
+        for gate in fox.pe.gates:
+            gate.gate.weight.zero_()
+            gate.gate.bias.fill_(50.0)
+    tokens = torch.randint(0, 20, (2, 17), generator=torch.Generator().manual_seed(2))
+    assert_close(fox(tokens)[0], none(tokens)[0])
+    with torch.no_grad():  # a closed gate changes them
+        fox.pe.gates[0].gate.bias.fill_(-2.0)
+    assert (fox(tokens)[0] - none(tokens)[0]).abs().max() > 1e-2
+
+
+def test_fox_gates_are_per_layer_zero_bias_and_not_a_control():
+    pe = build_positional_encoding("fox", d_model=32, n_heads=4, causal=True, n_layers=3)
+    assert [pe.layer(i) for i in range(3)] == list(pe.gates) and len(set(map(id, pe.gates))) == 3
+    assert all((g.gate.bias == 0).all() for g in pe.gates)
+    assert not is_control("fox") and is_control("none")
+
+
+@pytest.mark.parametrize("scheme", ["kerple", "sandwich", "pope", "fox"])
+def test_incremental_decoding_equals_the_whole_row(scheme):
+    model = build_sequence_model(scheme, 20, MODEL, None, 0, causal=True).eval()
+    tokens = torch.randint(0, 20, (3, 12), generator=torch.Generator().manual_seed(3))
+    whole, _ = model(tokens)
+    caches, positions = model.new_caches(), torch.arange(12)
+    parts = [model.extend(tokens[:, :5], caches, positions[:5])]
+    parts += [model.extend(tokens[:, t:t + 1], caches, positions[:t + 1]) for t in range(5, 12)]
+    assert_close(torch.cat(parts, dim=1), whole, rtol=1e-5, atol=1e-5)
