@@ -724,3 +724,50 @@ def test_recall_s_in_context_floor_is_what_answering_any_value_of_the_context_sc
     assert found[("floor_in", "all")] == pytest.approx(0.360, abs=5e-4)
     assert found[("floor_beyond", "all")] == pytest.approx(0.085, abs=5e-4)
     assert found[("floor", 1)] == 1.0 and ("floor", 33) not in found
+
+
+def test_selective_copy_answers_the_data_symbols_in_order_and_draws_n_of_2n_slots():
+    problem, cfg = PROBLEMS["selective_copy"], LengthDataConfig(n_symbols=4, train_max=5, test_max=12)
+    noise = problem.symbols(cfg) - 1  # 4
+    q, a = problem.question_answer(torch.tensor([[4, 2, 4, 0, 3, 4], [1, 1, 4, 4, 4, 0]]), problem.symbols(cfg))
+    assert a.tolist() == [[2, 0, 3], [1, 1, 0]] and q.shape == (2, 6)
+    rows = problem.draw(cfg, 7, 50, torch.Generator().manual_seed(0))
+    assert rows.shape == (50, 14) and ((rows == noise).sum(1) == 7).all() and int(rows.max()) == noise
+    assert problem.capacity(cfg, 2) == math.comb(4, 2) * 4**2
+    tokens, targets = problem.rows(q, a, problem.symbols(cfg), causal=True)  # question SEP answer[:-1]
+    assert tokens[0].tolist() == [4, 2, 4, 0, 3, 4, 5, 2, 0] and targets[0, 6:].tolist() == [2, 0, 3]
+
+
+def test_indirect_answers_the_key_o_places_left_of_the_query_or_none():
+    problem, cfg = PROBLEMS["indirect"], LengthDataConfig(n_symbols=3, train_max=5, test_max=12)
+    k = problem.keys(cfg)  # 12 keys, offset tokens 12..14 (1..3), none 15
+    symbols = problem.symbols(cfg)
+    assert (k, symbols, problem.answer_alphabet(cfg)) == (12, 16, 13)
+    row = [7, 2, 9, 4]  # queries: 9 back 1 -> 2; 7 back 1 -> none; 4 back 3 -> 7; 2 back 2 -> none
+    sources = torch.tensor([row + [9, 12, 7, 12, 4, 14, 2, 13]])
+    q, a = problem.question_answer(sources, symbols)
+    assert a.tolist() == [[2, 15, 7, 15]]
+    tokens, targets = problem.rows(q, a, symbols, causal=True)  # row SEP k1 o1 a1 … k4 o4
+    assert tokens[0].tolist() == row + [16, 9, 12, 2, 7, 12, 15, 4, 14, 7, 2, 13]
+    assert targets[0][targets[0] != IGNORE].tolist() == [2, 15, 7, 15]
+    assert (targets[0] != IGNORE).nonzero().flatten().tolist() == [6, 9, 12, 15]  # at each offset token
+    tokens, targets = problem.rows(q, a, symbols, causal=False)  # row SEP k1 o1 _ …
+    assert tokens[0, 6:9].tolist() == [12, 17, 7]  # the first offset, a blank, the next key
+    assert (targets[0] != IGNORE).nonzero().flatten().tolist() == [7, 10, 13, 16]  # at each blank
+    assert tokens.shape[1] == get_task("indirect").row_length(cfg, 4)
+    assert problem.rows(q, a, symbols, causal=True)[0].shape[1] == get_task("indirect_causal").row_length(cfg, 4)
+
+
+def test_indirect_s_in_context_floor_is_the_better_of_two_blind_answers():
+    """Always `none`, or a key of the row: simulated on drawn rows, each against the floor's two terms."""
+    problem, cfg = PROBLEMS["indirect"], LengthDataConfig(n_symbols=10, train_max=8, test_max=32)
+    generator = torch.Generator().manual_seed(0)
+    for n in (2, 5, 20):
+        rows = problem.draw(cfg, n, 600, generator)
+        answer = problem.question_answer(rows, problem.symbols(cfg))[1]
+        share = float((answer == problem.symbols(cfg) - 1).float().mean())
+        assert share == pytest.approx(problem.none_share(n), abs=0.03)
+        guess = rows[:, :n].gather(1, torch.randint(0, n, (600, n), generator=generator))
+        assert float((guess == answer).float().mean()) == pytest.approx((1 - problem.none_share(n)) / n, abs=0.03)
+        assert problem.in_context_floor(cfg, n) == max(problem.none_share(n), (1 - problem.none_share(n)) / n)
+    assert problem.in_context_floor(cfg, 1) == 1.0  # one key: every offset falls before the start

@@ -106,7 +106,7 @@ def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Ten
     for draw, group in enumerate(torch.tensor_split(sources, min(draws, len(sources)))):
         for start in range(0, len(group), batch_size):
             question, answer = problem.question_answer(group[start:start + batch_size], symbols)
-            if causal and problem.draws_sources:  # recall: the answers interleaved with the queries
+            if causal and problem.interleaved:  # recall, indirect: the answers between the queries
                 positions = row_positions(model, problem.rows(question, answer, symbols, True)[0].shape[1], draw,
                                           device)
                 predicted = answer_queries(model, question.to(device), answer.to(device), symbols, problem.rows,

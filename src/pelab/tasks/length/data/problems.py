@@ -28,6 +28,8 @@ class Problem:
     name: ClassVar[str]
     binary: ClassVar[bool] = False  # the alphabet is {0, 1} whatever data.n_symbols says
     draws_sources: ClassVar[bool] = False  # sources from ``draw``, not uniform strings over the alphabet
+    # the decoder's answers sit between the queries (``q1 a1 q2 a2 …``: recall), not after the question
+    interleaved: ClassVar[bool] = False
 
     def alphabet(self, n_symbols: int) -> int:
         """Distinct values of an answer symbol (chance is one over it)."""
@@ -155,6 +157,7 @@ class Recall(Problem):
 
     name = "recall"
     draws_sources = True
+    interleaved = True
 
     def keys(self, cfg: LengthDataConfig) -> int:
         return max(cfg.n_symbols, cfg.test_max)
@@ -253,4 +256,148 @@ class Recall(Problem):
         return tokens_, targets
 
 
-PROBLEMS: dict[str, Problem] = {problem.name: problem for problem in (Reverse(), Duplicate(), Addition(), Recall())}
+class SelectiveCopy(Problem):
+    """Selective copy (Gu & Dao 2023, Mamba, https://arxiv.org/abs/2312.00752, §3.1; one of CoPE's tasks, Golovneva
+    et al. 2024, https://arxiv.org/abs/2405.18719, §5.2): n data symbols scattered among n noise tokens, in 2n
+    slots; the answer is the data symbols in order. Where the j-th answer symbol sits depends on how many data
+    symbols come before it, not on its position: the count CoPE's gates make. The noise token is one symbol after
+    the data alphabet; every arrangement of the slots is equally likely."""
+
+    name = "selective_copy"
+    draws_sources = True
+
+    def symbols(self, cfg: LengthDataConfig) -> int:
+        return cfg.n_symbols + 1  # the data symbols, then the noise token
+
+    def source_length(self, n: int) -> int:
+        return 2 * n
+
+    def answer_length(self, n: int) -> int:
+        return n
+
+    def capacity(self, cfg: LengthDataConfig, n: int) -> int:
+        return math.comb(2 * n, n) * cfg.n_symbols**n
+
+    def draw(self, cfg: LengthDataConfig, n: int, count: int, generator: torch.Generator,
+             exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
+        if count > self.capacity(cfg, n) - len(exclude):
+            raise ValueError(f"selective_copy: cannot draw {count} distinct rows of {n} data symbols")
+        out, seen = [], set(exclude)
+        while len(out) < count:
+            b = 2 * (count - len(out))
+            data = torch.randint(cfg.n_symbols, (b, 2 * n), generator=generator)
+            noise = torch.rand(b, 2 * n, generator=generator).argsort(1)[:, :n]  # the noise slots
+            rows = data.scatter(1, noise, cfg.n_symbols)
+            for row in rows.tolist():
+                if tuple(row) not in seen and len(out) < count:
+                    seen.add(tuple(row))
+                    out.append(row)
+        return torch.tensor(out, dtype=torch.long).reshape(count, 2 * n)
+
+    def question_answer(self, sources: torch.Tensor, symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """sources (B, 2n) -> question (the same), answer (B, n): the data symbols (below the noise token, symbols −
+        1) in order."""
+        keep = sources < symbols - 1
+        order = torch.sort((~keep).int(), dim=1, stable=True).indices[:, : sources.shape[1] // 2]
+        return sources, sources.gather(1, order)
+
+
+class IndirectIndexing(Problem):
+    """Indirect indexing (Gopalakrishnan et al. 2025, PoPE, https://arxiv.org/abs/2509.10534, §4.1: find the token k
+    places to the left of a given token): a row of n distinct keys, then each key once as a query (in random order),
+    each with an offset o in 1..``OFFSETS``; the answer to (key, o) is the key o places to its left, or ``none``
+    where that falls before the row's start. Content finds the query's key, position alone finds the answer: the
+    what/where split PoPE is built for.
+
+    Keys are drawn without replacement from K = max(data.n_symbols, data.test_max) tokens (as recall's), so every
+    evaluated n fits; then the ``OFFSETS`` offset tokens and ``none``. Layouts as recall's, with a query two
+    tokens: encoder ``row SEP k1 o1 _ k2 o2 _ …``, decoder ``row SEP k1 o1 a1 k2 o2 a2 …``."""
+
+    name = "indirect"
+    draws_sources = True
+    interleaved = True
+    OFFSETS: ClassVar[int] = 3
+
+    def keys(self, cfg: LengthDataConfig) -> int:
+        return max(cfg.n_symbols, cfg.test_max)
+
+    def alphabet(self, n_symbols: int) -> int:
+        raise TypeError("indirect's alphabet depends on data.test_max: use answer_alphabet(cfg)")
+
+    def answer_alphabet(self, cfg: LengthDataConfig) -> int:
+        return self.keys(cfg) + 1  # a key or none
+
+    def none_share(self, n: int) -> float:
+        """The share of a row's n queries whose answer is ``none``: key i (0-based) with o > i, o uniform."""
+        return sum(max(0, self.OFFSETS - i) for i in range(n)) / (self.OFFSETS * n)
+
+    def in_context_floor(self, cfg: LengthDataConfig, n: int) -> float:
+        """The better of two answers that read no position: always ``none``, or a key of the row drawn uniformly
+        (right with probability 1/n where the answer is a key)."""
+        share = self.none_share(n)
+        return max(share, (1 - share) / n)
+
+    def symbols(self, cfg: LengthDataConfig) -> int:
+        return self.keys(cfg) + self.OFFSETS + 1  # keys 0..K-1, offsets 1..OFFSETS, none
+
+    def source_length(self, n: int) -> int:
+        return 3 * n
+
+    def answer_length(self, n: int) -> int:
+        return n
+
+    def capacity(self, cfg: LengthDataConfig, n: int) -> int:
+        return math.perm(self.keys(cfg), n) * math.factorial(n) * self.OFFSETS**n
+
+    def draw(self, cfg: LengthDataConfig, n: int, count: int, generator: torch.Generator,
+             exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
+        k = self.keys(cfg)
+        if count > self.capacity(cfg, n) - len(exclude):
+            raise ValueError(f"indirect: cannot draw {count} distinct rows of {n} keys")
+        out, seen = [], set(exclude)
+        while len(out) < count:
+            b = 2 * (count - len(out))
+            row = torch.rand(b, k, generator=generator).argsort(1)[:, :n]  # (b, n) distinct keys
+            queries = row.gather(1, torch.rand(b, n, generator=generator).argsort(1))
+            offsets = torch.randint(k, k + self.OFFSETS, (b, n), generator=generator)  # tokens of 1..OFFSETS
+            tail = torch.stack([queries, offsets], 2).flatten(1)
+            for line in torch.cat([row, tail], 1).tolist():
+                if tuple(line) not in seen and len(out) < count:
+                    seen.add(tuple(line))
+                    out.append(line)
+        return torch.tensor(out, dtype=torch.long).reshape(count, 3 * n)
+
+    def question_answer(self, sources: torch.Tensor, symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """sources (B, 3n): the row, then n (key, offset) pairs -> question (the same), answer (B, n)."""
+        n = sources.shape[1] // 3
+        k = symbols - self.OFFSETS - 1
+        row, queries, offsets = sources[:, :n], sources[:, n::2], sources[:, n + 1::2] - k + 1  # offsets 1..
+        where = (row.unsqueeze(1) == queries.unsqueeze(2)).int().argmax(-1)  # (B, n): each query's index
+        target = where - offsets
+        answer = row.gather(1, target.clamp(min=0))
+        return sources, answer.masked_fill(target < 0, symbols - 1)
+
+    def rows(self, question: torch.Tensor, answer: torch.Tensor, symbols: int,
+             causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """question (B, 3n), answer (B, n) -> (tokens, targets): encoder ``row SEP k1 o1 _ …`` (B, 4n + 1), read at
+        the blanks; decoder ``row SEP k1 o1 a1 … kn on`` (B, 4n), answer j predicted at offset j."""
+        tokens = special_tokens(symbols)
+        b, n = answer.shape
+        row, pairs = question[:, :n], question[:, n:].reshape(b, n, 2)
+        slots = answer if causal else torch.full_like(answer, tokens["blank"])
+        tail = torch.cat([pairs, slots[..., None]], 2).flatten(1)  # k1 o1 a1 k2 o2 a2 …
+        ignore_pair = torch.full((b, n, 1), IGNORE, dtype=torch.long)
+        if causal:  # the offset's position predicts the answer
+            read = torch.cat([ignore_pair, answer[..., None], ignore_pair], 2).flatten(1)
+        else:  # the blank's
+            read = torch.cat([ignore_pair, ignore_pair, answer[..., None]], 2).flatten(1)
+        sep = torch.full((b, 1), tokens["sep"], dtype=torch.long)
+        ignore = torch.full((b, n + 1), IGNORE, dtype=torch.long)
+        tokens_, targets = torch.cat([row, sep, tail], 1), torch.cat([ignore, read], 1)
+        if causal:  # the last answer is never an input
+            tokens_, targets = tokens_[:, :-1], targets[:, :-1]
+        return tokens_, targets
+
+
+PROBLEMS: dict[str, Problem] = {problem.name: problem for problem in (
+    Reverse(), Duplicate(), Addition(), Recall(), SelectiveCopy(), IndirectIndexing())}
