@@ -10,4 +10,4 @@ from pelab.positional.base import PositionalEncoding
 
 
 class NoPositionalEncoding(PositionalEncoding):
-    """All three hooks are the base class's no-ops."""
+    """Every hook is the base class's no-op."""

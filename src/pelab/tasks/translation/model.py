@@ -2,8 +2,8 @@
 
 How a positional scheme enters each of the three kinds of attention:
 
-* **Encoder self-attention** (bidirectional): the scheme built with ``causal=False`` — all three hooks.
-* **Decoder self-attention** (causal): a second instance built with ``causal=True`` — all three hooks.
+* **Encoder self-attention** (bidirectional): the scheme built with ``causal=False`` — every hook.
+* **Decoder self-attention** (causal): a second instance built with ``causal=True`` — every hook.
   Learned tables and T5 bias tables are therefore separate for encoder and decoder (as in T5/fairseq).
 * **Cross-attention**: the null scheme (``NoPositionalEncoding``) for every scheme. Queries are target
   positions and keys are source positions: two different sequences with no shared origin, so a rotation
