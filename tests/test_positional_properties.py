@@ -27,8 +27,8 @@ BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
 RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4"]
 RELATIVE_SCHEMES += ["rope_theta10", "rope_theta100", "rope_theta1k", "rope_theta1m"]  # RoPE at other bases
 ABSOLUTE_SCHEMES += ["llama4"]
-# the schemes of 2022-25: kernel biases, polar positions, and FoX, whose forget gates read no position at all
-RELATIVE_SCHEMES += ["kerple", "sandwich", "pope", "fox"]
+# the schemes of 2022-25: kernel biases, polar positions, and FoX and CoPE, whose gates read no position at all
+RELATIVE_SCHEMES += ["kerple", "sandwich", "pope", "fox", "cope"]
 BIAS_SCHEMES += ["kerple", "sandwich"]
 
 TRAIN_LENGTH = 20

@@ -1,4 +1,4 @@
-"""KERPLE, Sandwich, PoPE and FoX against their reference code's arithmetic (re-written here from the repositories
+"""KERPLE, Sandwich, PoPE, FoX and CoPE against their reference code's arithmetic (re-written here from the repositories
 named in each module's docstring) and the properties their papers state."""
 
 from __future__ import annotations
@@ -219,12 +219,67 @@ def test_fox_gates_are_per_layer_zero_bias_and_not_a_control():
     assert not is_control("fox") and is_control("none")
 
 
-@pytest.mark.parametrize("scheme", ["kerple", "sandwich", "pope", "fox"])
+@pytest.mark.parametrize("scheme", ["kerple", "sandwich", "pope", "fox", "cope"])
 def test_incremental_decoding_equals_the_whole_row(scheme):
     model = build_sequence_model(scheme, 20, MODEL, None, 0, causal=True).eval()
+    with torch.no_grad():  # CoPE's tables start at zero (NoPE): give them something to read
+        for module in model.modules():
+            if hasattr(module, "table") and isinstance(module.table, torch.nn.Parameter):
+                module.table.normal_(generator=torch.Generator().manual_seed(5))
     tokens = torch.randint(0, 20, (3, 12), generator=torch.Generator().manual_seed(3))
     whole, _ = model(tokens)
     caches, positions = model.new_caches(), torch.arange(12)
     parts = [model.extend(tokens[:, :5], caches, positions[:5])]
     parts += [model.extend(tokens[:, t:t + 1], caches, positions[:t + 1]) for t in range(5, 12)]
     assert_close(torch.cat(parts, dim=1), whole, rtol=1e-5, atol=1e-5)
+
+
+def reference_cope_logits(query: torch.Tensor, key: torch.Tensor, pos_emb: torch.Tensor, npos: int) -> torch.Tensor:
+    """facebookresearch/RAM ``ContextPosSelfAttn.forward`` (causal, ``cope_nodiv`` off): query, key (B·H, T, d),
+    pos_emb (1, d, npos) -> the attention logits (B·H, T, T) with −inf above the diagonal."""
+    d, length = query.shape[-1], query.shape[1]
+    attn_mask = torch.ones(length, length).tril()
+    gate_logits = torch.bmm(query, key.transpose(-1, -2))
+    gates = torch.sigmoid(gate_logits / math.sqrt(d)) * attn_mask
+    positions = gates.flip(-1).cumsum(dim=-1).flip(-1).clamp(max=npos - 1)
+    pos_logits_fixed = torch.matmul(query, pos_emb)
+    ceil, floor = positions.ceil().long(), positions.floor().long()
+    w = positions - floor
+    pos_logits = pos_logits_fixed.gather(-1, ceil) * w + pos_logits_fixed.gather(-1, floor) * (1 - w)
+    return (gate_logits + pos_logits) / math.sqrt(d) + attn_mask.log()
+
+
+@pytest.mark.parametrize("npos", [3, 64])  # 3: most counts clamp to the last row
+def test_cope_logits_equal_its_reference_code(npos):
+    torch.manual_seed(0)
+    layer = build_positional_encoding("cope", d_model=16, n_heads=2, causal=True, options={"npos": npos}).layer(0)
+    with torch.no_grad():
+        layer.table.normal_()
+    q, k = torch.randn(3, 2, 9, 8), torch.randn(3, 2, 9, 8)
+    ours = q @ k.transpose(-2, -1) / math.sqrt(8) + layer.content_bias(torch.zeros(3, 9, 16), q, k)
+    ours = ours + combine_attention_bias(None, q_len=9, k_len=9, causal=True)[0]
+    expected = reference_cope_logits(q.flatten(0, 1), k.flatten(0, 1), layer.table.detach()[None], npos)
+    assert_close(ours.flatten(0, 1), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_cope_with_a_zero_table_is_nope_and_each_layer_has_its_own_table():
+    cope = build_sequence_model("cope", 20, MODEL, None, 0, causal=True).eval()
+    none = build_sequence_model("none", 20, MODEL, None, 0, causal=True).eval()
+    tokens = torch.randint(0, 20, (2, 15), generator=torch.Generator().manual_seed(4))
+    assert_close(cope(tokens)[0], none(tokens)[0])
+    assert len({id(cope.pe.layer(i).table) for i in range(MODEL.n_layers)}) == MODEL.n_layers
+    with torch.no_grad():
+        cope.pe.layer(1).table.normal_()
+    assert (cope(tokens)[0] - none(tokens)[0]).abs().max() > 1e-2
+    assert not is_control("cope")
+
+
+def test_cope_in_an_encoder_counts_each_way():
+    torch.manual_seed(0)
+    layer = build_positional_encoding("cope", d_model=16, n_heads=2, causal=False).layer(0)
+    with torch.no_grad():
+        layer.table.copy_(torch.arange(64.0).repeat(8, 1))  # q·e[p] = p·Σq: the count, readable
+    q, k = torch.ones(1, 2, 6, 8), torch.zeros(1, 2, 6, 8)  # every gate σ(0) = 1/2
+    bias = layer.content_bias(torch.zeros(1, 6, 16), q, k)[0] * math.sqrt(8) / 8  # (H, T, T): p_ij
+    assert bias[0, 4, 1].item() == pytest.approx(0.5 * 4) and bias[1, 1, 4].item() == pytest.approx(0.5 * 4)
+    assert torch.isinf(bias[0, 1, 4]) and torch.isinf(bias[1, 4, 1])

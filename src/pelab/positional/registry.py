@@ -19,6 +19,7 @@ from pelab.positional.alibi_offset import OffsetALiBiPositionalEncoding
 from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
 from pelab.positional.base import PositionalEncoding, validated_options
 from pelab.positional.command_a import CommandALayout
+from pelab.positional.cope import CoPEPositionalEncoding
 from pelab.positional.fire import FIREPositionalEncoding
 from pelab.positional.fox import FoXPositionalEncoding
 from pelab.positional.gemma3 import Gemma3Layout
@@ -57,6 +58,7 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "sandwich": SandwichPositionalEncoding,
     "pope": PoPEPositionalEncoding,
     "fox": FoXPositionalEncoding,
+    "cope": CoPEPositionalEncoding,
     # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
     "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
     "rand_learned": RandomizedLearnedPositionalEncoding,
