@@ -240,8 +240,8 @@ def test_cli_unknown_scheme_is_one_line_and_leaves_no_output(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("option", "value", "expected"), [
     ("--task", "cp", "error: Invalid value for '--task': unknown task 'cp'; valid choices: copy, translation, "
-                     "reverse, duplicate, addition, recall, reverse_causal, duplicate_causal, addition_causal, "
-                     "recall_causal, lm\n"),
+                     "reverse, duplicate, addition, recall, selective_copy, indirect, reverse_causal, "
+                     "duplicate_causal, addition_causal, recall_causal, selective_copy_causal, indirect_causal, lm\n"),
     ("--device", "gpu", "error: Invalid value for '--device': unknown device 'gpu'; valid choices: auto, cpu, cuda, "
                         "cuda:N\n"),
 ])
@@ -254,8 +254,8 @@ def test_cli_run_choices_are_one_line(tmp_path: Path, option: str, value: str, e
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["pe=rotary"], "error: bad override in ['pe=rotary']: In 'config': Could not find 'pe/rotary'; valid choices: "
-                    "alibi, alibi_offset, alibi_sym, all, command_a, fire, gemma3, gemma4, learned, llama4, none, "
-                    "references, rope, sinusoidal, smollm3, t5"),
+                    "alibi, alibi_offset, alibi_sym, all, command_a, cope, fire, fox, gemma3, gemma4, kerple, learned, "
+                    "llama4, none, pope, references, rope, sandwich, sinusoidal, smollm3, stick_breaking, t5"),
     (["copy.train.stepz=3"], "error: bad override in ['copy.train.stepz=3']: Could not override 'copy.train.stepz'."),
     (["++copy.positional.t5.buckets=8"], "error: unknown option(s) ['buckets'] in copy.positional.t5; valid options: "
                                          "max_distance, num_buckets"),

@@ -27,8 +27,9 @@ BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
 RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4"]
 RELATIVE_SCHEMES += ["rope_theta10", "rope_theta100", "rope_theta1k", "rope_theta1m"]  # RoPE at other bases
 ABSOLUTE_SCHEMES += ["llama4"]
-# the schemes of 2022-25: kernel biases, polar positions, and FoX and CoPE, whose gates read no position at all
-RELATIVE_SCHEMES += ["kerple", "sandwich", "pope", "fox", "cope"]
+# the schemes of 2022-25: kernel biases, polar positions, and FoX, CoPE and stick-breaking,
+# whose gates read no position at all
+RELATIVE_SCHEMES += ["kerple", "sandwich", "pope", "fox", "cope", "stick_breaking"]
 BIAS_SCHEMES += ["kerple", "sandwich"]
 
 TRAIN_LENGTH = 20
@@ -317,7 +318,8 @@ def test_attention_module_paths_agree_with_masks(scheme: str, causal: bool) -> N
         slow, weights = attn(x, x, pe=pe.layer(0), q_pos=pos, k_pos=pos, attn_bias=bias, need_weights=True)
     assert_close(slow, fast, rtol=1e-5, atol=1e-5)
     assert_close(weights.sum(-1), torch.ones(3, h, t))
-    assert (weights[1, :, :, 4:6] == 0).all()  # padding gets no attention
+    real = [0, 1, 2, 3, 6, 7, 8, 9]  # padding gets no attention from a real query (a padding query's output is
+    assert (weights[1, :, real, 4:6] == 0).all()  # unused: stick-breaking gives it the rest of its own stick)
     if causal:
         assert (weights.triu(1) == 0).all()  # no attention to the future
 

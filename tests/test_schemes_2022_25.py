@@ -1,4 +1,4 @@
-"""KERPLE, Sandwich, PoPE, FoX and CoPE against their reference code's arithmetic (re-written here from the repositories
+"""KERPLE, Sandwich, PoPE, FoX, CoPE and stick-breaking attention against their reference code's arithmetic (re-written here from the repositories
 named in each module's docstring) and the properties their papers state."""
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def test_fox_gates_are_per_layer_zero_bias_and_not_a_control():
     assert not is_control("fox") and is_control("none")
 
 
-@pytest.mark.parametrize("scheme", ["kerple", "sandwich", "pope", "fox", "cope"])
+@pytest.mark.parametrize("scheme", ["kerple", "sandwich", "pope", "fox", "cope", "stick_breaking"])
 def test_incremental_decoding_equals_the_whole_row(scheme):
     model = build_sequence_model(scheme, 20, MODEL, None, 0, causal=True).eval()
     with torch.no_grad():  # CoPE's tables start at zero (NoPE): give them something to read
@@ -283,3 +283,45 @@ def test_cope_in_an_encoder_counts_each_way():
     bias = layer.content_bias(torch.zeros(1, 6, 16), q, k)[0] * math.sqrt(8) / 8  # (H, T, T): p_ij
     assert bias[0, 4, 1].item() == pytest.approx(0.5 * 4) and bias[1, 1, 4].item() == pytest.approx(0.5 * 4)
     assert torch.isinf(bias[0, 1, 4]) and torch.isinf(bias[1, 4, 1])
+
+
+def reference_stickbreaking(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """shawntan/stickbreaking-attention ``sb_ref.stickbreaking`` (``attend_current=False``), with the remainder on
+    the query's own value (dolomite-engine ``SBAttention``, ``sb_remainder=True``): the attention output."""
+    length = q.shape[-2]
+    logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    mask = torch.ones(length, length).triu(0).bool()
+    log_z = F.logsigmoid(logits).masked_fill(mask, -1e5)
+    log_beta = F.logsigmoid(-logits).masked_fill(mask, 0)
+    cm = torch.ones(length, length).tril(-1)
+    re_cum_log_beta = torch.einsum("bhij,jk->bhik", log_beta, cm)
+    att = (log_z + re_cum_log_beta).exp()
+    return att @ v + (1 - att.sum(dim=-1))[..., None] * v
+
+
+def test_stick_breaking_output_equals_its_reference_code():
+    torch.manual_seed(0)
+    sb = build_positional_encoding("stick_breaking", d_model=16, n_heads=2, causal=True)
+    q, k, v = torch.randn(3, 2, 10, 8) * 2, torch.randn(3, 2, 10, 8) * 2, torch.randn(3, 2, 10, 8)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(8) + combine_attention_bias(None, q_len=10, k_len=10, causal=True)
+    weights = sb.attention_weights(scores)
+    assert_close(weights @ v, reference_stickbreaking(q, k, v), rtol=1e-5, atol=1e-5)
+    assert (weights >= 0).all()
+    assert_close(weights.sum(-1), torch.ones(3, 2, 10))  # with the rest of the stick on the query's own key
+    off_diagonal = weights * (1 - torch.eye(10))
+    assert (off_diagonal.sum(-1) <= 1 + 1e-6).all()  # the stick's shares sum to at most 1
+    assert_close(weights[..., 0, :], torch.eye(10)[0].expand(3, 2, 10))  # the first query: nothing before it
+    # a key the query is sure of (β = 1) shadows every key behind it
+    assert weights[0, 0, 5, 2].item() == pytest.approx(
+        torch.sigmoid(scores[0, 0, 5, 2]).item() * math.prod(1 - torch.sigmoid(scores[0, 0, 5, l]).item()
+                                                             for l in (3, 4)), rel=1e-5)
+
+
+def test_stick_breaking_in_an_encoder_breaks_each_way_and_is_not_a_control():
+    sb = build_positional_encoding("stick_breaking", d_model=16, n_heads=2, causal=False)
+    scores = torch.randn(1, 2, 6, 6)
+    weights = sb.attention_weights(scores)[0]
+    mirrored = sb.attention_weights(scores.flip(-1).flip(-2)[:, [1, 0]])[0].flip(-1).flip(-2)
+    assert_close(weights[1], mirrored[0])  # the right-looking head is the left-looking one, mirrored
+    assert (weights[0].triu(1) == 0).all() and (weights[1].tril(-1) == 0).all()
+    assert not is_control("stick_breaking")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +39,12 @@ def combine_attention_bias(
         # every key so its softmax stays finite. Its output is never used; real queries always see themselves.
         bias = bias.masked_fill(torch.isinf(bias).all(dim=-1, keepdim=True), 0.0)
     return bias
+
+
+def own_weights(pe: PositionalEncoding) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The scheme's ``attention_weights`` where it replaces the softmax (stick-breaking), else None."""
+    overridden = type(pe).attention_weights is not PositionalEncoding.attention_weights
+    return pe.attention_weights if overridden else None
 
 
 def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | None) -> torch.Tensor | None:
@@ -93,7 +100,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.project(x, memory)
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
         attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k))
-        return self.attend(q, k, v, attn_bias, need_weights)
+        return self.attend(q, k, v, attn_bias, need_weights, normalise=own_weights(pe))
 
     def extend(
         self, x: torch.Tensor, cache: dict[str, torch.Tensor], *, pe: PositionalEncoding, q_pos: torch.Tensor,
@@ -108,12 +115,14 @@ class MultiHeadAttention(nn.Module):
         cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
         cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
         attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, cache["k"], cache))
-        return self.attend(q, cache["k"], cache["v"], attn_bias)[0]
+        return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe))[0]
 
     def attend(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False,
+        normalise: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attention of projected (and rotated) heads. q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh).
+        """Attention of projected (and rotated) heads. q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh). ``normalise``: logits
+        -> weights in place of the softmax (``own_weights``), None for the softmax (on the fused kernel).
 
         Returns the output (B, Tq, D) after the output projection and, if ``need_weights``, the weights.
         """
@@ -121,15 +130,15 @@ class MultiHeadAttention(nn.Module):
             attn_bias = attn_bias.to(q.dtype)
         dropout = self.dropout if self.training else 0.0
         weights = None
-        if need_weights or not self.fused:
+        if need_weights or not self.fused or normalise is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
             if attn_bias is not None:
                 scores = scores + attn_bias
-            weights = scores.softmax(dim=-1)
+            weights = scores.softmax(dim=-1) if normalise is None else normalise(scores)
             out = F.dropout(weights, dropout, self.training) @ v  # (B, H, Tq, Dh)
         else:
             # the scale of the head, not of q's last dimension (PoPE doubles it: ``positional.pope``)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout,
                                                  scale=1 / math.sqrt(self.head_dim))
         out = out.transpose(1, 2).flatten(2)  # (B, Tq, D)
-        return self.out_proj(out), weights
+        return self.out_proj(out), weights if need_weights else None

@@ -6,9 +6,10 @@ Every scheme plugs into one (or more) of four places (the first three are lucidr
 2. ``rotate`` — rotate (or otherwise transform) queries and keys inside attention (RoPE, PoPE);
 3. ``bias``   — add a bias of positions alone to the attention logits (ALiBi, T5 relative buckets, KERPLE);
 4. ``content_bias`` — add a bias that also reads the tokens: the layer's input, queries and keys (FoX's forget
-   gates, where position is what the data makes of it).
+   gates, CoPE's counts, where position is what the data makes of it);
 
-The model calls all four every time. "No positional encoding" is this base class unchanged:
+and one more, for the schemes that change attention's normalisation itself: ``attention_weights`` turns the masked
+logits into weights in place of the softmax (stick-breaking attention). The model calls all of them every time. "No positional encoding" is this base class unchanged:
 a null object, never an ``if`` in model code.
 """
 
@@ -105,6 +106,13 @@ class PositionalEncoding(nn.Module):
         incremental-decoding cache (``MultiHeadAttention.extend``: the queries are the last Tq of the Tk tokens),
         where a scheme keeps what it needs of earlier tokens; None on a whole row (Tq = Tk)."""
         return None
+
+    # The normalisation: logits -> weights -------------------------------------------------------
+    def attention_weights(self, scores: torch.Tensor) -> torch.Tensor:
+        """scores (B, H, Tq, Tk): the scaled logits with every bias and mask (−inf) in; the queries are the last Tq of
+        the Tk keys (self-attention). Returns the attention weights (B, H, Tq, Tk). This default, the softmax, is
+        never called: a scheme that keeps it attends on the fused kernel (``model.attention.own_weights``)."""
+        return scores.softmax(dim=-1)
 
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
         """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""

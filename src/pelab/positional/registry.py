@@ -40,6 +40,7 @@ from pelab.positional.rope_theta100 import RopeTheta100
 from pelab.positional.sandwich import SandwichPositionalEncoding
 from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
 from pelab.positional.smollm3 import SmolLM3Layout
+from pelab.positional.stick_breaking import StickBreakingAttention
 from pelab.positional.t5 import T5RelativePositionalEncoding
 from pelab.positional.xpos import XPosPositionalEncoding
 
@@ -59,6 +60,7 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "pope": PoPEPositionalEncoding,
     "fox": FoXPositionalEncoding,
     "cope": CoPEPositionalEncoding,
+    "stick_breaking": StickBreakingAttention,
     # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
     "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
     "rand_learned": RandomizedLearnedPositionalEncoding,
@@ -113,7 +115,7 @@ def is_control(name: str) -> bool:
     """Whether scheme ``name`` gives the model no positional information: its class overrides none of the hooks
     (``none``, the control every study measures the others against)."""
     cls = POSITIONAL_ENCODINGS[check_scheme(name)]
-    hooks = ("embed", "rotate", "bias", "layer_biases", "content_bias", "layer")
+    hooks = ("embed", "rotate", "bias", "layer_biases", "content_bias", "layer", "attention_weights")
     return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks)
 
 

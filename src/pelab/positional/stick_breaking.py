@@ -1,0 +1,63 @@
+"""``stick_breaking``: stick-breaking attention (Tan et al., ICLR 2025, "Scaling Stick-Breaking Attention: An
+Efficient Implementation and In-depth Study", https://arxiv.org/abs/2410.17980, §2): no positional encoding, and
+no softmax. Query i breaks a stick from its nearest key backwards: key j takes the share β_ij = σ(z_ij) of what the
+nearer keys left,
+
+    A_ij = β_ij · Π_{j<l<i} (1 − β_il),   z_ij = q_i·k_j / √Dh   (j < i),
+
+so the weights sum to at most 1, a near key shadows the ones behind it, and the order of the keys is in the weights
+themselves. The rest of the stick, 1 − Σ_j A_ij, goes to the query's own value. As the reference
+(github.com/shawntan/stickbreaking-attention, ``sb_ref.py`` ``stickbreaking`` in log space, the diagonal left out by
+default (``attend_current=False``); the remainder added as rem·v_i, as dolomite-engine's ``SBAttention`` with
+``sb_remainder=True``).
+
+The scheme's slot is ``attention_weights``: it turns the masked logits into weights in place of the softmax. In a
+bidirectional encoder, as pelab's ``alibi``, the even heads break their stick to the left and the odd heads to the
+right (l between j and i either way).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from pelab.positional.base import PositionalEncoding, Usage
+
+
+def stick_breaking_weights(scores: torch.Tensor, keys_left: torch.Tensor) -> torch.Tensor:
+    """scores (B, H, Tq, Tk): the logits z with −inf where a key is masked; keys_left (H|1, Tq, Tk) bool: the keys each
+    head breaks its stick over (strictly left of the query, or right). The queries are the last Tq of the Tk keys.
+    Returns the weights (B, H, Tq, Tk): A_ij over those keys, 1 − Σ_j A_ij on the query's own key."""
+    z = scores.float().masked_fill(~keys_left, float("-inf"))
+    log_beta = F.logsigmoid(z)  # log β, −inf off the stick
+    log_rest = F.logsigmoid(-z)  # log(1 − β), 0 off the stick
+    # Σ_{l between j and i, l ≠ j} log(1 − β_il): for keys left of i, l > j; a key right of i, l < j. The two
+    # cumulative sums give each direction; a head reads the one its keys lie in.
+    behind_left = log_rest.flip(-1).cumsum(-1).flip(-1) - log_rest  # Σ_{l > j} (only keys left of i are non-zero)
+    behind_right = log_rest.cumsum(-1) - log_rest  # Σ_{l < j}
+    n, total = scores.shape[-2], scores.shape[-1]
+    i = torch.arange(total - n, total, device=scores.device)[:, None]
+    j = torch.arange(total, device=scores.device)[None, :]
+    behind = torch.where(j < i, behind_left, behind_right)
+    weights = (log_beta + behind).exp()  # (B, H, Tq, Tk), 0 off the stick
+    remainder = (1 - weights.sum(-1, keepdim=True)).clamp(min=0.0)  # ≥ 0 but for rounding
+    return (weights + remainder * (j == i)).to(scores.dtype)
+
+
+class StickBreakingAttention(PositionalEncoding):
+    def attention_weights(self, scores: torch.Tensor) -> torch.Tensor:
+        n, total = scores.shape[-2], scores.shape[-1]
+        i = torch.arange(total - n, total, device=scores.device)[:, None]
+        j = torch.arange(total, device=scores.device)[None, :]
+        if self.causal:
+            keys = (j < i)[None]  # (1, Tq, Tk)
+        else:
+            looks_right = (torch.arange(self.n_heads, device=scores.device) % 2 == 1)[:, None, None]
+            keys = torch.where(looks_right, j > i, j < i)  # (H, Tq, Tk)
+        return stick_breaking_weights(scores, keys)
+
+    def describe(self, usage: Usage) -> str:
+        encoder = ("" if self.causal else "; in an encoder the even heads break their stick to the left and the odd "
+                   "heads to the right (the paper is causal; pelab's `alibi` convention)")
+        return ("the stick excludes the query's own key and its rest goes to the query's value, as the reference's "
+                f"defaults{encoder}.")
