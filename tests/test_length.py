@@ -759,7 +759,7 @@ def test_indirect_answers_the_key_o_places_left_of_the_query_or_none():
 
 
 def test_indirect_s_in_context_floor_is_the_better_of_two_blind_answers():
-    """Always `none`, or a key of the row: simulated on drawn rows, each against the floor's two terms."""
+    """Always `none`, or a key of the row other than the query's: simulated on drawn rows, the floor the better."""
     problem, cfg = PROBLEMS["indirect"], LengthDataConfig(n_symbols=10, train_max=8, test_max=32)
     generator = torch.Generator().manual_seed(0)
     for n in (2, 5, 20):
@@ -767,7 +767,12 @@ def test_indirect_s_in_context_floor_is_the_better_of_two_blind_answers():
         answer = problem.question_answer(rows, problem.symbols(cfg))[1]
         share = float((answer == problem.symbols(cfg) - 1).float().mean())
         assert share == pytest.approx(problem.none_share(n), abs=0.03)
-        guess = rows[:, :n].gather(1, torch.randint(0, n, (600, n), generator=generator))
-        assert float((guess == answer).float().mean()) == pytest.approx((1 - problem.none_share(n)) / n, abs=0.03)
-        assert problem.in_context_floor(cfg, n) == max(problem.none_share(n), (1 - problem.none_share(n)) / n)
+        # a key of the row other than the query's own (the one key the answer never is)
+        row, queries = rows[:, :n], rows[:, n::2]
+        own = (row.unsqueeze(1) == queries.unsqueeze(2)).int().argmax(-1)  # (600, n)
+        pick = (own + torch.randint(1, n, (600, n), generator=generator)) % n
+        guess = row.gather(1, pick)
+        blind_key = float((guess == answer).float().mean())
+        assert blind_key == pytest.approx((1 - problem.none_share(n)) / (n - 1), abs=0.03)
+        assert problem.in_context_floor(cfg, n) == pytest.approx(max(share, blind_key), abs=0.03)
     assert problem.in_context_floor(cfg, 1) == 1.0  # one key: every offset falls before the start

@@ -62,8 +62,9 @@ def test_kerple_power_equals_its_reference_code_with_the_clamp():
 
 
 def test_kerple_clamp_passes_the_gradient_as_the_reference_in_place_clamp():
-    """The reference clamps ``.data`` and back-propagates through the unclamped expression: a parameter below the
-    floor still gets the gradient of the floor value (not zero, as a plain clamp would give)."""
+    """A parameter below the floor reads the floor and still gets the gradient there (not zero, as a plain clamp would
+    give), as the reference's parameter reset to the floor each step does; the rate's gradient depends on its value,
+    so it shows which value the forward read."""
     pe = build_positional_encoding("kerple", d_model=32, n_heads=4, causal=True)
     with torch.no_grad():
         pe.coefficient.copy_(torch.tensor([0.001, 1.0, 1.0, 1.0]))
@@ -73,6 +74,13 @@ def test_kerple_clamp_passes_the_gradient_as_the_reference_in_place_clamp():
     # d/dr1 of Σ_{i ≥ j} −r1·log(1 + r2 (i − j)) = −Σ log(1 + 0.5·d) over the 15 pairs
     expected = -sum(math.log(1 + 0.5 * (i - j)) for i in range(5) for j in range(i + 1))
     assert pe.coefficient.grad[0].item() == pytest.approx(expected, rel=1e-5)
+    pe.zero_grad()
+    with torch.no_grad():
+        pe.rate.copy_(torch.tensor([-3.0, 0.5, 0.5, 0.5]))  # reads 0.01
+    lower(pe.bias(pos, pos))[0].sum().backward()
+    # d/dr2 of Σ −r1·log(1 + r2·d) = −Σ r1·d/(1 + r2·d), at r2 = 0.01 (and r1 at its floor 0.01)
+    expected = -sum(0.01 * (i - j) / (1 + 0.01 * (i - j)) for i in range(5) for j in range(i + 1))
+    assert pe.rate.grad[0].item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_kerple_params_are_shared_by_every_layer_and_start_in_the_reference_ranges():
@@ -223,9 +231,9 @@ def test_fox_gates_are_per_layer_zero_bias_and_not_a_control():
 def test_incremental_decoding_equals_the_whole_row(scheme):
     model = build_sequence_model(scheme, 20, MODEL, None, 0, causal=True).eval()
     with torch.no_grad():  # CoPE's tables start at zero (NoPE): give them something to read
-        for module in model.modules():
-            if hasattr(module, "table") and isinstance(module.table, torch.nn.Parameter):
-                module.table.normal_(generator=torch.Generator().manual_seed(5))
+        tables = [m.table for m in model.modules() if isinstance(getattr(m, "table", None), torch.nn.Parameter)]
+        for i, table in enumerate(tables):  # each its own: a layer reading another's table would show
+            table.normal_(generator=torch.Generator().manual_seed(5 + i))
     tokens = torch.randint(0, 20, (3, 12), generator=torch.Generator().manual_seed(3))
     whole, _ = model(tokens)
     caches, positions = model.new_caches(), torch.arange(12)

@@ -7,7 +7,9 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
+from pelab.model.attention import combine_attention_bias
 from pelab.model.config import ModelConfig
 from pelab.model.sequence import build_sequence_model
 from pelab.positional import scheme_names, scheme_options
@@ -30,8 +32,13 @@ def test_tempered_attention_is_the_trained_softmax_at_the_power_s_and_one_change
     the same) are the trained model's raised to s and renormalised, content and bias alike; s = 1 is the model."""
     if scheme == "xpos" and not causal:
         pytest.skip("xPos is causal only")
+    if scheme == "stick_breaking":
+        pytest.skip("no softmax: test_tempered_stick_breaking_breaks_its_stick_over_the_scaled_logits")
     options = scheme_options(scheme, {"threshold": 3.0} if scheme == "fire" else None)
     model = build_sequence_model(scheme, 11, CFG, options, seed=1, causal=causal).eval()
+    with torch.no_grad():  # CoPE's position tables start at zero (NoPE): give its position logits something to scale
+        for i, module in enumerate(m for m in model.modules() if isinstance(getattr(m, "table", None), nn.Parameter)):
+            module.table.normal_(generator=torch.Generator().manual_seed(i))
     tokens = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(0))
     positions = (model.pe.sample_positions(9, "cpu", draw=1) if isinstance(model.pe, RandomizedPositions)
                  else torch.arange(9))
@@ -46,6 +53,21 @@ def test_tempered_attention_is_the_trained_softmax_at_the_power_s_and_one_change
     torch.testing.assert_close(hot_weights[0]["self"], expected / expected.sum(-1, keepdim=True), atol=1e-5, rtol=1e-4)
     assert isinstance(hot.pe, type(model.pe)) and hot.pe.temperature == 1.7
     assert "temperature" not in model.pe.__dict__  # the trained module is unchanged
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_tempered_stick_breaking_breaks_its_stick_over_the_scaled_logits(causal):
+    model = build_sequence_model("stick_breaking", 11, CFG, None, seed=1, causal=causal).eval()
+    tokens = torch.randint(0, 11, (1, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        _, hot_weights = model.with_positional(tempered(model.pe, 1.7))(tokens, need_weights=True)
+        layer = model.encoder.layers[0]
+        h = layer.attn_norm(model.embedding(tokens))
+        q, k, _ = layer.attn.project(h, h)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(CFG.d_model // CFG.n_heads)
+        if causal:
+            scores = scores + combine_attention_bias(None, q_len=9, k_len=9, causal=True)
+    torch.testing.assert_close(hot_weights[0]["self"], model.pe.attention_weights(1.7 * scores), atol=1e-6, rtol=1e-5)
 
 
 def test_a_tempered_randomized_scheme_draws_the_positions_of_its_scheme():

@@ -36,8 +36,8 @@ class ForgetGate(PositionalEncoding):
         nn.init.zeros_(self.gate.bias)  # the reference's init: f = σ(w·x) ≈ 0.5 at the start
 
     def log_forget(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T, D) -> log f (B, H, T), in float32 as the reference."""
-        return F.logsigmoid(self.gate(x).float()).transpose(1, 2)
+        """x (B, T, D) -> log f (B, H, T), in float32 at least, as the reference."""
+        return F.logsigmoid(self.gate(x).to(torch.promote_types(x.dtype, torch.float32))).transpose(1, 2)
 
     def content_bias(self, x, q, k, cache=None):
         log_f = self.log_forget(x)  # (B, H, n): the queries' tokens

@@ -10,9 +10,11 @@ A conditionally positive definite kernel of the distance i − j ≥ 0, one per 
 r1, r2 > 0 learned. As the reference code (github.com/chijames/KERPLE, ``megatron/mpu/layers.py``,
 ``ParallelKerpleLog`` / ``ParallelKerplePower``): r1 (log) and the power's exponent start U(0, 2), the other U(0, 1),
 both are held at ≥ 0.01 (the exponent also ≤ 2), and one set of 2H scalars serves every layer (``gpt2_model.py``
-builds one module and hands it to each layer). The reference clamps the parameters' data in place before each
-forward; here the clamp is a straight-through one (the clamped value forward, the gradient as if unclamped), which
-moves the parameter the same way without writing to it inside the step (stacked seeds and CUDA graphs read it).
+builds one module and hands it to each layer). The reference resets the parameters' data to the clamped value before
+each forward; here the clamp is a straight-through one (the clamped value forward, its gradient passed to the
+parameter), which writes nothing inside the step (stacked seeds and CUDA graphs read it). The forward and the
+gradient are the reference's; one difference remains: a parameter pushed below the floor stays below it in storage
+(the reference's is reset), so after the gradient turns it needs as many steps to come back above the floor.
 
 The paper is causal. In a bidirectional encoder a distance kernel is symmetric and cannot tell left from right, so,
 as pelab's ``alibi``, the even heads look left (the causal kernel, keys to the right masked) and the odd heads right.
@@ -32,7 +34,7 @@ FLOOR = 1e-2  # the reference's eps
 
 
 def straight_through_clamp(x: torch.Tensor, low: float, high: float | None = None) -> torch.Tensor:
-    """x clamped to [low, high] in value, with the identity's gradient (the reference's in-place ``.data`` clamp)."""
+    """x clamped to [low, high] in value, with the identity's gradient (for the reference's in-place ``.data`` clamp)."""
     return x + (x.clamp(min=low, max=high) - x).detach()
 
 

@@ -10,7 +10,8 @@ of a query or key one complex number whose magnitude is content, softplus(x), an
 
 with δ (H, Dh) a learned phase on the keys, zero at the start and clamped to [−2π, 0], shared by every layer — as
 x-transformers' ``PolarEmbedding`` / ``apply_polar_pos_emb`` and lucidrains' PoPE-pytorch (``pope.py``); no code of
-the authors is public. Queries and keys leave this hook 2·Dh wide (real and imaginary parts); attention keeps the
+the authors is public. As there, the clamp is autograd's: δ starts on its upper bound, and a component one step
+pushes above 0 reads 0 with no gradient from then on (pelab decays no positional parameter to pull it back). Queries and keys leave this hook 2·Dh wide (real and imaginary parts); attention keeps the
 head's 1/√Dh (``MultiHeadAttention.attend``). Dh frequencies, not RoPE's Dh/2.
 """
 
@@ -36,8 +37,8 @@ class PoPEOptions:
 
 
 def polar(x: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
-    """x (..., T, Dh), phase broadcastable to it -> (..., T, 2·Dh): softplus(x)·[cos φ, sin φ]."""
-    magnitude = F.softplus(x.float())
+    """x (..., T, Dh), phase broadcastable to it -> (..., T, 2·Dh): softplus(x)·[cos φ, sin φ], in float32 at least."""
+    magnitude = F.softplus(x.to(phase.dtype))
     return torch.cat([magnitude * phase.cos(), magnitude * phase.sin()], dim=-1).to(x.dtype)
 
 
@@ -52,10 +53,11 @@ class PoPEPositionalEncoding(PositionalEncoding):
         self.register_buffer("inverse_frequencies", inverse_frequencies, persistent=False)
         self.phase_bias = nn.Parameter(torch.zeros(n_heads, self.head_dim))  # δ (H, Dh)
 
-    def phases(self, positions: torch.Tensor) -> torch.Tensor:
+    def phases(self, positions: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """(T,) -> (T, Dh): t·θ_c."""
-        return positions.float()[:, None] * self.inverse_frequencies
+        return positions.to(dtype)[:, None] * self.inverse_frequencies.to(dtype)
 
     def rotate(self, q, k, q_pos, k_pos):
-        delta = self.phase_bias.float().clamp(-2 * math.pi, 0.0)[:, None, :]  # (H, 1, Dh)
-        return polar(q, self.phases(q_pos)), polar(k, self.phases(k_pos) + delta)  # (B, H, T, 2·Dh)
+        dtype = torch.promote_types(q.dtype, torch.float32)  # phases in float32 at least, as the references
+        delta = self.phase_bias.to(dtype).clamp(-2 * math.pi, 0.0)[:, None, :]  # (H, 1, Dh)
+        return polar(q, self.phases(q_pos, dtype)), polar(k, self.phases(k_pos, dtype) + delta)  # (B, H, T, 2·Dh)

@@ -38,7 +38,11 @@ class SandwichPositionalEncoding(PositionalEncoding):
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         distance = directed_distances(q_pos, k_pos, self.n_heads, self.causal)  # (H, Tq, Tk), −1: unwatched side
-        bias = sandwich_kernel(distance.clamp(min=0.0), self.head_dim) / self.compression[:, None, None]
+        watched = distance.clamp(min=0.0).long()
+        # the kernel once per distance, then read per pair: (H, T, T, Dh/2) cosines would be GBs at T = 2048
+        kernel = sandwich_kernel(torch.arange(int(watched.max()) + 1, dtype=torch.float32, device=watched.device),
+                                 self.head_dim)  # (max distance + 1,)
+        bias = kernel[watched] / self.compression[:, None, None]
         return bias.masked_fill(distance < 0, float("-inf"))
 
     def describe(self, usage: Usage) -> str | None:

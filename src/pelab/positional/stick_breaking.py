@@ -28,7 +28,7 @@ def stick_breaking_weights(scores: torch.Tensor, keys_left: torch.Tensor) -> tor
     """scores (B, H, Tq, Tk): the logits z with −inf where a key is masked; keys_left (H|1, Tq, Tk) bool: the keys each
     head breaks its stick over (strictly left of the query, or right). The queries are the last Tq of the Tk keys.
     Returns the weights (B, H, Tq, Tk): A_ij over those keys, 1 − Σ_j A_ij on the query's own key."""
-    z = scores.float().masked_fill(~keys_left, float("-inf"))
+    z = scores.to(torch.promote_types(scores.dtype, torch.float32)).masked_fill(~keys_left, float("-inf"))
     log_beta = F.logsigmoid(z)  # log β, −inf off the stick
     log_rest = F.logsigmoid(-z)  # log(1 − β), 0 off the stick
     # Σ_{l between j and i, l ≠ j} log(1 − β_il): for keys left of i, l > j; a key right of i, l < j. The two

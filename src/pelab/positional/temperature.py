@@ -33,11 +33,13 @@ def log_length_scale(length: int, trained_length: int) -> float:
 def tempered(pe: PositionalEncoding, scale: float) -> PositionalEncoding:
     """``pe`` (unchanged) read with its attention logits multiplied by ``scale``: a shallow copy of the same
     module (its parameters and buffers shared) whose class subclasses ``pe``'s, so it draws positions as ``pe``
-    does (a randomized scheme stays one); queries scaled after ``rotate``, every layer's bias scaled."""
+    does (a randomized scheme stays one); queries scaled after ``rotate``, every layer's bias scaled, and a content
+    bias (FoX's decay, CoPE's position logits) read from the trained queries and scaled."""
     cls = type(pe)
     if cls not in _TEMPERED:
         _TEMPERED[cls] = type(f"Tempered{cls.__name__}", (cls,), {
-            "rotate": _rotate, "layer_biases": _layer_biases, "layer": _layer, "__module__": __name__})
+            "rotate": _rotate, "layer_biases": _layer_biases, "layer": _layer, "content_bias": _content_bias,
+            "__module__": __name__})
     other = nn.Module.__new__(_TEMPERED[cls])
     other.__dict__ = {**pe.__dict__, "temperature": float(scale)}
     return other
@@ -52,6 +54,13 @@ def _rotate(self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor,
 def _layer(self, index: int) -> PositionalEncoding:
     inner = super(type(self), self).layer(index)  # a layout's layer type: its queries scaled too (biases: below)
     return self if inner is self else tempered(inner, self.temperature)
+
+
+def _content_bias(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                  cache: dict[str, torch.Tensor] | None = None) -> torch.Tensor | None:
+    # q arrives scaled by ``_rotate``: the scheme reads its own (CoPE's gates count as trained), its bias is scaled
+    bias = super(type(self), self).content_bias(x, q / self.temperature, k, cache)
+    return None if bias is None else bias * self.temperature
 
 
 def _layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:

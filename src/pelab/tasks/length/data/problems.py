@@ -332,10 +332,10 @@ class IndirectIndexing(Problem):
         return sum(max(0, self.OFFSETS - i) for i in range(n)) / (self.OFFSETS * n)
 
     def in_context_floor(self, cfg: LengthDataConfig, n: int) -> float:
-        """The better of two answers that read no position: always ``none``, or a key of the row drawn uniformly
-        (right with probability 1/n where the answer is a key)."""
+        """The better of two answers that read no position: always ``none``, or a key of the row other than the
+        query's own, drawn uniformly (right with probability 1/(n − 1) where the answer is a key)."""
         share = self.none_share(n)
-        return max(share, (1 - share) / n)
+        return max(share, (1 - share) / (n - 1)) if n > 1 else share
 
     def symbols(self, cfg: LengthDataConfig) -> int:
         return self.keys(cfg) + self.OFFSETS + 1  # keys 0..K-1, offsets 1..OFFSETS, none
