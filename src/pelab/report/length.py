@@ -51,9 +51,14 @@ def reading(ctx: ReportContext, task: str, chance: float) -> str:
                 retrieval=retrieval)
 
 
+def problem_of(task: str) -> str:
+    """The length problem a task poses (``problems.PROBLEMS``' key), in either architecture."""
+    return task.removesuffix("_causal")
+
+
 def is_recall(task: str) -> bool:
     """Associative recall (``problems.Recall``), in either architecture."""
-    return task.removesuffix("_causal") == "recall"
+    return problem_of(task) == "recall"
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -74,7 +79,7 @@ def section(ctx: ReportContext) -> list[str]:
         draw_by_length({t: rows[rows["task"] == t] for t in tasks}, schemes, train_max, ctx.figure(figure),
                        xlabel="input length n", ylabel=label, chance=floor_lines if metric == "token_accuracy" else None,
                        title=f"Length generalisation: {label} (line = mean over seeds, band = min–max; grey = training "
-                       "lengths" + (", dotted = chance or recall's in-context floor)" if metric == "token_accuracy"
+                       "lengths" + (", dotted = chance or the task's in-context floor)" if metric == "token_accuracy"
                                     else ")"))
     header = ["scheme", *(f"{t}: {where}" for t in tasks for where in ("in", "beyond"))]
 
@@ -116,7 +121,11 @@ def section(ctx: ReportContext) -> list[str]:
         threshold=cfg.eval.effective_threshold,
         recall=[t for t in tasks if is_recall(t)],
         keys={t: round(1 / chance[t]) for t in tasks if is_recall(t)},
-        floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks if floors(ctx, t)},
+        floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks if is_recall(t)},
+        selective=[t for t in tasks if problem_of(t) == "selective_copy"],
+        indirect=[t for t in tasks if problem_of(t) == "indirect"],
+        indirect_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
+                         if problem_of(t) == "indirect"},
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
         layouts=[text for t in tasks if (text := layout_reading(
             records, ctx.cfg(t), t, schemes, "beyond", "token_accuracy", "token accuracy beyond N", False,
