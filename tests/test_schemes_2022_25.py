@@ -333,3 +333,17 @@ def test_stick_breaking_in_an_encoder_breaks_each_way_and_is_not_a_control():
     assert_close(weights[1], mirrored[0])  # the right-looking head is the left-looking one, mirrored
     assert (weights[0].triu(1) == 0).all() and (weights[1].tril(-1) == 0).all()
     assert not is_control("stick_breaking")
+
+
+def test_pelab_schemes_lists_each_with_its_slot_and_source():
+    from click.testing import CliRunner
+
+    from pelab.cli import main
+
+    lines = CliRunner().invoke(main, ["schemes"]).output.splitlines()
+    for name, slot, source in (("kerple", "bias", "chijames/KERPLE"), ("sandwich", "bias", "NeMo"),
+                               ("pope", "rotate", "PolarEmbedding"), ("fox", "content_bias per layer", "zhixuan-lin"),
+                               ("cope", "content_bias per layer", "facebookresearch/RAM"),
+                               ("stick_breaking", "attention_weights", "shawntan/stickbreaking-attention")):
+        at = next(i for i, line in enumerate(lines) if line.split()[0] == name)
+        assert lines[at].split(None, 1)[1].startswith(slot) and "source:" in lines[at + 1] and source in lines[at + 1]

@@ -81,21 +81,24 @@ def main() -> None:
 
 @main.command()
 def schemes() -> None:
-    """List the registered positional schemes, the slots (embed / rotate / bias) they use and their options with
-    their defaults (what ``positional.<scheme>`` and ``<task>.positional.<scheme>`` in params override)."""
+    """List the registered positional schemes, the slots (embed / rotate / bias / content_bias / attention_weights)
+    they use, their options with their defaults (what ``positional.<scheme>`` and ``<task>.positional.<scheme>`` in
+    params override) and, where pelab states one, the source it follows."""
     from dataclasses import asdict
 
     from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding
     from pelab.positional.layout import Layout
 
     for name, cls in POSITIONAL_ENCODINGS.items():
-        slots = [hook for hook in ("embed", "rotate", "bias")
+        slots = [hook for hook in ("embed", "rotate", "bias", "content_bias", "attention_weights")
                  if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
         if issubclass(cls, Layout):
             slots = ["per layer"]
+        elif cls.layer is not PositionalEncoding.layer:  # FoX's gates, CoPE's tables: the slot is each layer's
+            slots = ["content_bias per layer"]
         options = ", ".join(f"{k}={v}" for k, v in asdict(cls.Options()).items()) or "-"
-        click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':19s} {cls.__name__:40s} options: {options}")
-        if issubclass(cls, Layout):
+        click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':22s} {cls.__name__:40s} options: {options}")
+        if getattr(cls, "source", ""):
             click.echo(f"{'':15s} source: {cls.source}")
 
 

@@ -9,8 +9,8 @@ Every scheme plugs into one (or more) of four places (the first three are lucidr
    gates, CoPE's counts, where position is what the data makes of it);
 
 and one more, for the schemes that change attention's normalisation itself: ``attention_weights`` turns the masked
-logits into weights in place of the softmax (stick-breaking attention). The model calls all of them every time. "No positional encoding" is this base class unchanged:
-a null object, never an ``if`` in model code.
+logits into weights in place of the softmax (stick-breaking attention). The model calls all of them every time.
+"No positional encoding" is this base class unchanged: a null object, never an ``if`` in model code.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class CoPEPositionalEncoding(PositionalEncoding):
     """A position table per layer (``layer(i)``), as the reference (``--cope-shared`` off)."""
 
     Options = CoPEOptions
-    graph_safe = True
+    source = "Golovneva et al. 2024, arXiv 2405.18719; reference code facebookresearch/RAM projects/cope"
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, npos: int) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)

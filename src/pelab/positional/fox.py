@@ -64,6 +64,8 @@ class ForgetGate(PositionalEncoding):
 class FoXPositionalEncoding(PositionalEncoding):
     """A forget gate per layer (``layer(i)``), as the reference builds one per attention layer."""
 
+    source = "Lin et al., ICLR 2025, arXiv 2503.02130; reference code zhixuan-lin/forgetting-transformer"
+
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.gates = nn.ModuleList(ForgetGate(d_model=d_model, n_heads=n_heads, causal=causal)

@@ -59,6 +59,7 @@ class KERPLEOptions:
 
 class KERPLEPositionalEncoding(PositionalEncoding):
     Options = KERPLEOptions
+    source = "Chi et al. 2022, arXiv 2205.09921; reference code chijames/KERPLE (ParallelKerpleLog, ParallelKerplePower)"
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1,
                  kernel: str) -> None:

@@ -44,6 +44,7 @@ def polar(x: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
 
 class PoPEPositionalEncoding(PositionalEncoding):
     Options = PoPEOptions
+    source = "Gopalakrishnan et al. 2025, arXiv 2509.10534; as x-transformers PolarEmbedding, lucidrains/PoPE-pytorch"
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1,
                  base: float) -> None:

@@ -54,7 +54,8 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "t5": T5RelativePositionalEncoding,
     "alibi_offset": OffsetALiBiPositionalEncoding,  # the randomized-PE study's bidirectional ALiBi
     "fire": FIREPositionalEncoding,
-    # the schemes of 2022-25 (kernel biases beside ALiBi and T5; polar positions; a data-dependent decay)
+    # the schemes of 2022-25: kernel biases beside ALiBi and T5, polar positions, a data-dependent decay,
+    # positions counted by gates, attention without softmax
     "kerple": KERPLEPositionalEncoding,
     "sandwich": SandwichPositionalEncoding,
     "pope": PoPEPositionalEncoding,

@@ -31,6 +31,8 @@ def sandwich_kernel(distance: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 class SandwichPositionalEncoding(PositionalEncoding):
+    source = "Chi et al. 2023, arXiv 2212.10356; as NVIDIA NeMo SandwichRelativePositionEmbedding"
+
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         compression = 8.0 * torch.arange(1, n_heads + 1, dtype=torch.float32) / n_heads  # (H,): 8h/H

@@ -45,6 +45,8 @@ def stick_breaking_weights(scores: torch.Tensor, keys_left: torch.Tensor) -> tor
 
 
 class StickBreakingAttention(PositionalEncoding):
+    source = "Tan et al., ICLR 2025, arXiv 2410.17980; reference code shawntan/stickbreaking-attention (sb_ref)"
+
     def attention_weights(self, scores: torch.Tensor) -> torch.Tensor:
         n, total = scores.shape[-2], scores.shape[-1]
         i = torch.arange(total - n, total, device=scores.device)[:, None]
