@@ -10,6 +10,7 @@ https://arxiv.org/abs/2312.04927), whose length is its number of key-value pairs
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import ClassVar
 
 import torch
@@ -81,6 +82,19 @@ class Problem:
     def question_answer(self, sources: torch.Tensor, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
         """sources (B, source_length(n)) -> question (B, question_length(n)), answer (B, answer_length(n))."""
         raise NotImplementedError
+
+
+def distinct_rows(candidates: Callable[[int], torch.Tensor], count: int, width: int,
+                  exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
+    """``count`` distinct rows (count, width), none in ``exclude``, kept in the order drawn from batches
+    ``candidates(b)`` (b, width) of twice the rows still missing (a problem's ``draw``)."""
+    out, seen = [], set(exclude)
+    while len(out) < count:
+        for row in candidates(2 * (count - len(out))).tolist():
+            if tuple(row) not in seen and len(out) < count:
+                seen.add(tuple(row))
+                out.append(row)
+    return torch.tensor(out, dtype=torch.long).reshape(count, width)
 
 
 class Reverse(Problem):
@@ -208,20 +222,17 @@ class Recall(Problem):
         k = self.keys(cfg)
         if count > self.capacity(cfg, pairs) - len(exclude):
             raise ValueError(f"recall: cannot draw {count} distinct rows of {pairs} pairs")
-        out, seen = [], set(exclude)
-        while len(out) < count:
-            b = 2 * (count - len(out))
+
+        def candidates(b: int) -> torch.Tensor:
             keys = torch.rand(b, k, generator=generator).argsort(1)[:, :pairs]  # (b, pairs) distinct
             values = torch.randint(k, 2 * k, (b, pairs), generator=generator)
             queries = keys.gather(1, torch.rand(b, pairs, generator=generator).argsort(1))
             where = torch.rand(b, slots, generator=generator).argsort(1)[:, :pairs].sort(1).values  # pair slots
             context = torch.randint(k, 2 * k, (b, slots, 2), generator=generator)  # filler: values, no key
             context.scatter_(1, where[..., None].expand(b, pairs, 2), torch.stack([keys, values], 2))
-            for row in torch.cat([context.flatten(1), queries], 1).tolist():
-                if tuple(row) not in seen and len(out) < count:
-                    seen.add(tuple(row))
-                    out.append(row)
-        return torch.tensor(out, dtype=torch.long).reshape(count, 2 * slots + pairs)
+            return torch.cat([context.flatten(1), queries], 1)
+
+        return distinct_rows(candidates, count, 2 * slots + pairs, exclude)
 
     def question_answer(self, sources: torch.Tensor, symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
         """sources (B, 2c + m): context then queries -> question (the same), answer (B, m): each query's value.
@@ -282,17 +293,13 @@ class SelectiveCopy(Problem):
              exclude: set[tuple[int, ...]] = frozenset()) -> torch.Tensor:
         if count > self.capacity(cfg, n) - len(exclude):
             raise ValueError(f"selective_copy: cannot draw {count} distinct rows of {n} data symbols")
-        out, seen = [], set(exclude)
-        while len(out) < count:
-            b = 2 * (count - len(out))
+
+        def candidates(b: int) -> torch.Tensor:
             data = torch.randint(cfg.n_symbols, (b, 2 * n), generator=generator)
             noise = torch.rand(b, 2 * n, generator=generator).argsort(1)[:, :n]  # the noise slots
-            rows = data.scatter(1, noise, cfg.n_symbols)
-            for row in rows.tolist():
-                if tuple(row) not in seen and len(out) < count:
-                    seen.add(tuple(row))
-                    out.append(row)
-        return torch.tensor(out, dtype=torch.long).reshape(count, 2 * n)
+            return data.scatter(1, noise, cfg.n_symbols)
+
+        return distinct_rows(candidates, count, 2 * n, exclude)
 
     def question_answer(self, sources: torch.Tensor, symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
         """sources (B, 2n) -> question (the same), answer (B, n): the data symbols (below the noise token, symbols −
@@ -354,18 +361,14 @@ class IndirectIndexing(Problem):
         k = self.keys(cfg)
         if count > self.capacity(cfg, n) - len(exclude):
             raise ValueError(f"indirect: cannot draw {count} distinct rows of {n} keys")
-        out, seen = [], set(exclude)
-        while len(out) < count:
-            b = 2 * (count - len(out))
+
+        def candidates(b: int) -> torch.Tensor:
             row = torch.rand(b, k, generator=generator).argsort(1)[:, :n]  # (b, n) distinct keys
             queries = row.gather(1, torch.rand(b, n, generator=generator).argsort(1))
             offsets = torch.randint(k, k + self.OFFSETS, (b, n), generator=generator)  # tokens of 1..OFFSETS
-            tail = torch.stack([queries, offsets], 2).flatten(1)
-            for line in torch.cat([row, tail], 1).tolist():
-                if tuple(line) not in seen and len(out) < count:
-                    seen.add(tuple(line))
-                    out.append(line)
-        return torch.tensor(out, dtype=torch.long).reshape(count, 3 * n)
+            return torch.cat([row, torch.stack([queries, offsets], 2).flatten(1)], 1)
+
+        return distinct_rows(candidates, count, 3 * n, exclude)
 
     def question_answer(self, sources: torch.Tensor, symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
         """sources (B, 3n): the row, then n (key, offset) pairs -> question (the same), answer (B, n)."""
