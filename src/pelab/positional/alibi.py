@@ -15,14 +15,14 @@ from __future__ import annotations
 import torch
 
 from pelab.positional.base import PositionalEncoding
-from pelab.positional.functional import alibi_slopes, relative_distances
+from pelab.positional.functional import alibi_slopes, relative_distances, right_looking_heads
 
 
 class ALiBiPositionalEncoding(PositionalEncoding):
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)  # (H,)
-        looks_right = (torch.arange(n_heads) % 2 == 1) & (not causal)
+        looks_right = right_looking_heads(n_heads)[:, 0, 0] & (not causal)
         self.register_buffer("looks_right", looks_right, persistent=False)  # (H,)
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:

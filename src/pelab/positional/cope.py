@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from pelab.positional.base import PositionalEncoding, Usage
+from pelab.positional.functional import right_looking_heads
 
 
 @dataclass(frozen=True)
@@ -62,17 +63,16 @@ class ContextualPositions(PositionalEncoding):
         i = torch.arange(total - n, total, device=q.device)[:, None]  # each query's index among the keys
         j = torch.arange(total, device=q.device)[None, :]
         left = gates.masked_fill(j > i, 0.0).flip(-1).cumsum(-1).flip(-1)  # Σ_{k=j}^{i} g_ik for j ≤ i
+        looks_right = right_looking_heads(self.n_heads, q.device)  # (H, 1, 1)
         if self.causal:
             positions = left
         else:  # odd heads look right: Σ_{k=i}^{j} g_ik for j ≥ i
             right = gates.masked_fill(j < i, 0.0).cumsum(-1)
-            looks_right = (torch.arange(self.n_heads, device=q.device) % 2 == 1)[:, None, None]  # (H, 1, 1)
             positions = torch.where(looks_right, right, left)
         positions = positions.clamp(max=self.npos - 1)
         bias = interpolated(q @ self.table.to(q.dtype), positions) * scale  # (B, H, n, Tk)
         if self.causal:
             return bias  # the causal mask hides j > i
-        looks_right = (torch.arange(self.n_heads, device=q.device) % 2 == 1)[:, None, None]
         return bias.masked_fill(torch.where(looks_right, j < i, j > i), float("-inf"))
 
 

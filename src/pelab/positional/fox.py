@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pelab.positional.base import PositionalEncoding, Usage
-from pelab.positional.functional import relative_distances
+from pelab.positional.functional import relative_distances, right_looking_heads
 
 
 class ForgetGate(PositionalEncoding):
@@ -55,7 +55,7 @@ class ForgetGate(PositionalEncoding):
         before = cumulative - log_all  # Λ_{t−1} (B, H, T)
         right = before[..., None, :] - before[..., :, None]  # (B, H, T, T)
         rel = relative_distances(torch.arange(n, device=x.device), torch.arange(total, device=x.device))  # j − i
-        looks_right = (torch.arange(self.n_heads, device=x.device) % 2 == 1)[:, None, None]  # (H, 1, 1)
+        looks_right = right_looking_heads(self.n_heads, x.device)  # (H, 1, 1)
         bias = torch.where(looks_right, right, left)
         hidden = torch.where(looks_right, rel < 0, rel > 0)  # (H, T, T): the side the head does not watch
         return bias.masked_fill(hidden, float("-inf")).to(q.dtype)

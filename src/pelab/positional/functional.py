@@ -91,6 +91,12 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)
 
 
+def right_looking_heads(n_heads: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """(H, 1, 1) bool: the heads that watch keys to the right of the query in a bidirectional encoder, the odd ones
+    (pelab's convention for a one-sided scheme, ``alibi``'s: the even heads watch the left)."""
+    return (torch.arange(n_heads, device=device) % 2 == 1)[:, None, None]
+
+
 def relative_distances(q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
     """k_pos − q_pos for every (query, key) pair: (Tq,) × (Tk,) -> (Tq, Tk), integer."""
     return k_pos[None, :] - q_pos[:, None]

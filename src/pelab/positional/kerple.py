@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from pelab.positional.base import PositionalEncoding, Usage
-from pelab.positional.functional import relative_distances
+from pelab.positional.functional import relative_distances, right_looking_heads
 
 FLOOR = 1e-2  # the reference's eps
 
@@ -43,8 +43,8 @@ def directed_distances(q_pos: torch.Tensor, k_pos: torch.Tensor, n_heads: int, c
     on the other side. Causal: every head watches the left (i − j); bidirectional: even heads the left, odd the right
     (``alibi``'s convention)."""
     rel = relative_distances(q_pos, k_pos).float()  # (Tq, Tk): j − i
-    looks_right = (torch.arange(n_heads, device=rel.device) % 2 == 1) & (not causal)  # (H,)
-    signed = torch.where(looks_right[:, None, None], rel, -rel)  # (H, Tq, Tk)
+    looks_right = right_looking_heads(n_heads, rel.device) & (not causal)  # (H, 1, 1)
+    signed = torch.where(looks_right, rel, -rel)  # (H, Tq, Tk)
     return signed.clamp(min=-1.0)
 
 

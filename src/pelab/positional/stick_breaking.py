@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from pelab.positional.base import PositionalEncoding, Usage
+from pelab.positional.functional import right_looking_heads
 
 
 def stick_breaking_weights(scores: torch.Tensor, keys_left: torch.Tensor) -> torch.Tensor:
@@ -54,7 +55,7 @@ class StickBreakingAttention(PositionalEncoding):
         if self.causal:
             keys = (j < i)[None]  # (1, Tq, Tk)
         else:
-            looks_right = (torch.arange(self.n_heads, device=scores.device) % 2 == 1)[:, None, None]
+            looks_right = right_looking_heads(self.n_heads, scores.device)
             keys = torch.where(looks_right, j > i, j < i)  # (H, Tq, Tk)
         return stick_breaking_weights(scores, keys)
 
