@@ -79,6 +79,14 @@ def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
                 assert f"`{scheme}`" in report
                 metrics = json.loads((project / f"reports/metrics/{task}/{scheme}.json").read_text())
                 assert metrics and all(value is not None for value in metrics.values()), (task, scheme, metrics)
+    for scheme in full["pe"]["schemes"]:  # translation's metrics, live curves and attention maps
+        assert set(json.loads((project / f"reports/metrics/translation/{scheme}.json").read_text())) == {
+            "bleu", "chrf", "bleu17"}, scheme
+        live = project / f"dvclive/translation/{scheme}/seed_{SEEDS - 1}/plots/metrics"
+        assert {p.name for p in live.iterdir()} == {"loss.tsv", "lr.tsv", "val_loss.tsv"}, scheme
+        assert f"translation_attention_{scheme}.png" in report, scheme
+    for problem in ("**Associative recall**", "**Selective copy**", "**Indirect indexing**", "**Counting**"):
+        assert problem in report, problem  # each problem's paragraph, with its floor where it has one
     for line in report.splitlines():
         if line.startswith("!["):
             assert (project / "reports" / line.split("(")[1].rstrip(")")).exists(), line

@@ -240,8 +240,9 @@ def test_cli_unknown_scheme_is_one_line_and_leaves_no_output(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("option", "value", "expected"), [
     ("--task", "cp", "error: Invalid value for '--task': unknown task 'cp'; valid choices: copy, translation, "
-                     "reverse, duplicate, addition, recall, selective_copy, indirect, reverse_causal, "
-                     "duplicate_causal, addition_causal, recall_causal, selective_copy_causal, indirect_causal, lm\n"),
+                     "reverse, duplicate, addition, recall, selective_copy, indirect, count, reverse_causal, "
+                     "duplicate_causal, addition_causal, recall_causal, selective_copy_causal, indirect_causal, "
+                     "count_causal, lm\n"),
     ("--device", "gpu", "error: Invalid value for '--device': unknown device 'gpu'; valid choices: auto, cpu, cuda, "
                         "cuda:N\n"),
 ])

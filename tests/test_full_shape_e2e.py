@@ -1,5 +1,5 @@
 """The full profile's shapes through the real `dvc repro`, on the CPU (issue 28): the full-size models, training
-batches, sequence and evaluation lengths, vocabularies and beam, with two optimiser steps and the evaluation data
+batches, sequence and evaluation lengths, vocabularies and beam, with two optimiser steps (the LM one) and the evaluation data
 cut to a handful (conf/profile/full_shape.yaml), every study (two of the six length tasks, an encoder and a
 decoder) with the schemes whose shapes depend on the profile. A shape or config error at full size fails CI here
 instead of a GPU lease."""

@@ -776,3 +776,67 @@ def test_indirect_s_in_context_floor_is_the_better_of_two_blind_answers():
         assert blind_key == pytest.approx((1 - problem.none_share(n)) / (n - 1), abs=0.03)
         assert problem.in_context_floor(cfg, n) == pytest.approx(max(share, blind_key), abs=0.03)
     assert problem.in_context_floor(cfg, 1) == 1.0  # one key: every offset falls before the start
+
+
+def test_count_answers_the_increments_since_the_query_s_last_reset():
+    problem, cfg = PROBLEMS["count"], LengthDataConfig(n_symbols=2, train_max=8, test_max=12)
+    symbols = problem.symbols(cfg)  # variables 0..2, counts 3..7 (0..4), set 8, increment 9, pass 10
+    assert (problem.cap(cfg), symbols, problem.answer_alphabet(cfg)) == (4, 11, 5)
+    a, b, s, i, p = 0, 1, 8, 9, 10
+    program = [a, s, a, i, b, s, a, i, p, p, b, i, a, s, a, i]  # a=0 a++ b=0 a++ pass b++ a=0 a++
+    rows = torch.tensor([program + [a], program + [b], [b, s, b, i, b, i, p, p, a, s, a, i, a, i, a, i] + [b]])
+    q, answer = problem.question_answer(rows, symbols)
+    assert (answer - problem.VARIABLES).flatten().tolist() == [1, 1, 2] and q.shape == (3, 17)
+    tokens, targets = problem.rows(q, answer, symbols, causal=True)  # program query SEP
+    assert tokens.shape == (3, 18) and targets[0].tolist() == [IGNORE] * 17 + [4]
+    assert tokens.shape[1] == get_task("count_causal").row_length(cfg, 8)
+
+
+def test_count_draws_valid_programs_and_counts_them_exactly():
+    """Drawn programs obey the reference generator's rules (an increment only of a variable set so far and below
+    the cap, a query of a set variable); ``capacity`` counts distinct (program, query) rows exactly (enumerated
+    at n = 1..4)."""
+    import itertools
+
+    problem, cfg = PROBLEMS["count"], LengthDataConfig(n_symbols=2, train_max=4, test_max=12)  # cap 2
+    v, cap = problem.VARIABLES, problem.cap(cfg)
+    set_, inc, pass_ = v + cap + 1, v + cap + 2, v + cap + 3
+    statements = [(x, set_) for x in range(v)] + [(x, inc) for x in range(v)] + [(pass_, pass_)]
+
+    def valid(program) -> tuple[bool, set[int]]:
+        counts = {}
+        for subject, verb in program:
+            if verb == set_:
+                counts[subject] = 0
+            elif verb == inc:
+                if subject not in counts or counts[subject] >= cap:
+                    return False, set()
+                counts[subject] += 1
+        return bool(counts), set(counts)
+
+    for n in range(1, 5):
+        rows = sum(len(valid(prog)[1]) for prog in itertools.product(statements, repeat=n))
+        assert problem.capacity(cfg, n) == rows, n
+    drawn = problem.draw(cfg, 10, 300, torch.Generator().manual_seed(0))
+    assert drawn.shape == (300, 21) and len({tuple(r) for r in drawn.tolist()}) == 300
+    for row in drawn.tolist():
+        ok, set_vars = valid(list(zip(row[:-1:2], row[1:-1:2])))
+        assert ok and row[-1] in set_vars
+    answers = problem.question_answer(drawn, problem.symbols(cfg))[1] - v
+    assert set(answers.flatten().tolist()) == set(range(cap + 1))
+
+
+def test_count_s_in_context_floor_is_the_better_of_two_answers_that_read_no_order():
+    """The commonest count, and the query's increments over the whole program (resets ignored, capped), on fresh
+    rows; the floor falls with n, as more programs reset their variable."""
+    problem, cfg = PROBLEMS["count"], LengthDataConfig(n_symbols=10, train_max=8, test_max=32)
+    symbols, generator = problem.symbols(cfg), torch.Generator().manual_seed(1)
+    for n in (2, 8, 24):
+        rows = problem.programs(cfg, n, 3000, generator)
+        answer = problem.question_answer(rows, symbols)[1][:, 0] - problem.VARIABLES
+        mine = rows[:, :-1:2] == rows[:, -1:]
+        bag = (mine & (rows[:, 1:-1:2] == symbols - 2)).sum(1).clamp(max=problem.cap(cfg))
+        blind = max(float((bag == answer).float().mean()), answer.bincount().max().item() / len(answer))
+        assert problem.in_context_floor(cfg, n) == pytest.approx(blind, abs=0.035)
+    assert problem.in_context_floor(cfg, 1) == 1.0  # one statement: x = 0, print x
+    assert problem.in_context_floor(cfg, 32) < 0.5 < problem.in_context_floor(cfg, 8)

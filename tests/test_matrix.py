@@ -28,9 +28,15 @@ SEEDS = [0, 1]
 # task, scheme) pair end to end.
 LENGTH_EVERY_SCHEME = ("reverse", "reverse_causal")
 LENGTH_SCHEMES = ("none", "rope", "alibi", "fox", "stick_breaking", "rand_rope")
+# The LM's pairs train slowest (a BPE vocabulary, passkey and perplexity to 8L): a scheme of each kind, and those whose
+# LM path differs (a position table past L, xPos' scale, CoPE's table, a local/global layout's windows). Its model is
+# the causal SequenceTransformer of reverse_causal, where every scheme trains on both paths; the default study runs
+# every LM scheme through every stage.
+LM_SCHEMES = (*LENGTH_SCHEMES, "learned", "xpos", "cope", "command_a")
+SUBSETS = {"length": lambda task, scheme: task in LENGTH_EVERY_SCHEME or scheme in LENGTH_SCHEMES,
+           "lm": lambda task, scheme: scheme in LM_SCHEMES}
 PAIRS = [(task, scheme) for task in task_names() for scheme in scheme_names()
-         if study_of(TASKS[task].__module__).name != "length" or task in LENGTH_EVERY_SCHEME
-         or scheme in LENGTH_SCHEMES]
+         if SUBSETS.get(study_of(TASKS[task].__module__).name, lambda task, scheme: True)(task, scheme)]
 
 
 def matrix_raw(task: str, scheme: str) -> dict:

@@ -12,6 +12,7 @@ import re
 import shutil
 import urllib.error
 import urllib.request
+import warnings
 
 import pandas as pd
 import pytest
@@ -317,6 +318,28 @@ def test_nltk_word_bleu_is_nltk_on_words_and_differs_from_characters():
     # with every n-gram order matched, NLTK on 13a words equals sacreBLEU
     sacre = bleu.sacrebleu_score(HYPS[:2], REFS[:2])[0]
     assert bleu.nltk_word_bleu(HYPS[:2], REFS[:2]) == pytest.approx(sacre, abs=1e-9)
+
+
+def test_nltk_corpus_bleu_is_nltks_to_the_last_bit_on_random_corpora():
+    """pelab's re-written ``corpus_bleu`` against NLTK's own, on corpora where every branch is taken: empty and
+    one-token hypotheses, no unigram match (0), a matched order followed by an unmatched one (about 1e-77), longer
+    and shorter than the references (the brevity penalty), words and characters."""
+    import random
+
+    rng = random.Random(0)
+    for trial in range(300):
+        vocab = "abcdefgh"[:rng.randint(1, 8)]
+        corpus = [("".join(rng.choices(vocab, k=rng.randint(0, 9))), "".join(rng.choices(vocab, k=rng.randint(1, 9))))
+                  for _ in range(rng.randint(1, 5))]
+        hyps, refs = [h for h, _ in corpus], [r for _, r in corpus]
+        for hyp_tokens, ref_tokens in ((hyps, refs), ([list(h) for h in hyps], [list(r) for r in refs]),
+                                       ([h.split("a") for h in hyps], [r.split("a") for r in refs])):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # NLTK warns when an order has no match
+                expected = corpus_bleu([[r] for r in ref_tokens], hyp_tokens)
+            assert bleu.nltk_corpus_bleu(ref_tokens, hyp_tokens) == expected, (trial, hyp_tokens, ref_tokens)
+    assert bleu.nltk_corpus_bleu(["abcd"], ["xyz"]) == 0.0
+    assert 0 < bleu.nltk_corpus_bleu(["abcd"], ["abdc"]) < 1e-70  # unigrams and bigrams match, no 3-gram
 
 
 def test_metrics_reject_unpaired_input():

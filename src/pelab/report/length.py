@@ -126,6 +126,10 @@ def section(ctx: ReportContext) -> list[str]:
         indirect=[t for t in tasks if problem_of(t) == "indirect"],
         indirect_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
                          if problem_of(t) == "indirect"},
+        counting=[t for t in tasks if problem_of(t) == "count"],
+        counting_cap=next((round(1 / chance[t]) - 1 for t in tasks if problem_of(t) == "count"), None),
+        counting_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
+                         if problem_of(t) == "count"},
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
         layouts=[text for t in tasks if (text := layout_reading(
             records, ctx.cfg(t), t, schemes, "beyond", "token_accuracy", "token accuracy beyond N", False,
