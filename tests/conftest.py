@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 from pathlib import Path
 
@@ -35,12 +37,18 @@ def shared_dir() -> Path:
     return SHARED
 
 
-def smoke_raw(**changes) -> dict:
-    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``. The length and LM
-    studies are left out (``length_tasks: []``, ``lm_tasks: []``) unless ``changes`` names them."""
+@functools.lru_cache(maxsize=1)
+def _smoke_composed() -> dict:
     from pelab.compose import compose_params
 
-    composed = compose_params(ROOT / "conf", ["profile=smoke"])
+    return compose_params(ROOT / "conf", ["profile=smoke"])
+
+
+def smoke_raw(**changes) -> dict:
+    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``. The length and LM
+    studies are left out (``length_tasks: []``, ``lm_tasks: []``) unless ``changes`` names them. Composed once per
+    worker (Hydra takes 0.2 s a composition, and the generated matrix asks some 600), a fresh copy each call."""
+    composed = copy.deepcopy(_smoke_composed())
     composed.update({"length_tasks": [], "lm_tasks": [], **changes})
     return composed
 
