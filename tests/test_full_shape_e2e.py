@@ -14,7 +14,10 @@ from test_pipeline_e2e import copy_worktree, ran, run
 
 from pelab.compose import compose_params
 
-pytestmark = pytest.mark.e2e
+# Not in the default run (pyproject's addopts): 10.6 minutes of the suite's 25 on two cores, where the default study
+# must run every scheme and task (benchmarks/results/suite_time.md, 2026-11-28 (2)). Run it before a GPU lease:
+# `python -m pytest -m full_shape` (or `bash benchmarks/gpu/start.sh profile=full_shape ...` on the GPU).
+pytestmark = [pytest.mark.e2e, pytest.mark.full_shape]
 
 # one seed: the LM and translation train their seeds one after another on a CPU, so a second seed repeats their
 # shapes at twice the time; the stacked step is checked against single runs in tests/test_training_loop.py, and at

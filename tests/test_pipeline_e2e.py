@@ -30,10 +30,11 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "pelab-test", "GIT_AUTHOR_EMAIL": "test@pelab.inva
 ENV = {**os.environ, **GIT_ENV, "TQDM_DISABLE": "1"}
 # The main study's copy only: what these tests check (caching, restoring, resuming) is the runner's and DVC's, the same for
 # every task; translation runs through every stage of the default study (test_default_study_e2e.py, which checks its
-# metrics, live curves and attention maps) and at the full shapes (test_full_shape_e2e.py)
+# metrics, live curves and attention maps)
 SCHEMES, SEEDS, TASKS = ["none", "rope", "t5"], [0, 1], ["copy"]
 LENGTH_TASKS, LENGTH_SCHEMES = ["reverse", "addition_causal"], ["none", "fire", "rand_rope"]  # the length study
-OVERRIDES = ["profile=smoke", f"pe.schemes=[{','.join(SCHEMES)}]", f"seeds=[{','.join(map(str, SEEDS))}]",
+OVERRIDES = ["profile=smoke", f"tasks=[{','.join(TASKS)}]", f"pe.schemes=[{','.join(SCHEMES)}]",
+             f"seeds=[{','.join(map(str, SEEDS))}]",
              f"length_tasks=[{','.join(LENGTH_TASKS)}]", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]",
              "lm_tasks=[]"]  # every length task and the LM study: test_default_study_e2e
 
@@ -285,7 +286,8 @@ def test_a_task_listed_in_another_study_s_list_stops_exp_run_at_composition_in_p
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)
-    base = ["-S", "profile=smoke", "-S", f"seeds=[{','.join(map(str, SEEDS))}]", "-S", "pe=[rope,t5]",
+    base = ["-S", "profile=smoke", "-S", f"tasks=[{','.join(TASKS)}]", "-S", f"seeds=[{','.join(map(str, SEEDS))}]",
+            "-S", "pe=[rope,t5]",
             "-S", f"length_tasks=[{','.join(LENGTH_TASKS)}]", "-S", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]",
             "-S", "lm_tasks=[]"]
     out = run(["dvc", "exp", "run", *base], project)

@@ -85,8 +85,16 @@ def draw_attention(grid: list[list[Attention | None]], size: float, title: str, 
     """Attention maps on one 0–1 scale, ``size`` inches a panel, queries down and keys across, the tokens as tick
     labels; a None panel is left blank."""
     n_rows, n_cols = len(grid), len(grid[0])
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 1.0, size * n_rows + 0.8), squeeze=False,
-                             layout="constrained")
+    # Gaps in inches, from the longest token (tick labels at 6 pt, about 0.06 inch a character): below a panel its
+    # rotated key labels, the axis label and the next panel's title; left of it the query labels and the axis label.
+    # Laid out by hand, the margins trimmed by the tight bounding box at save: a layout engine took twice the time to
+    # draw, and a report draws an attention figure per scheme and task.
+    longest = max((len(t) for row in grid for panel in row if panel for t in (*panel.keys, *panel.queries)), default=1)
+    below, left, top, bar = 0.06 * longest + 0.7, 0.06 * longest + 0.45, 0.7, 1.1
+    width, height = n_cols * (size + left) + bar, n_rows * (size + below) + top
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width, height), squeeze=False,
+                             gridspec_kw={"left": left / width, "right": 1 - bar / width, "bottom": below / height,
+                                          "top": 1 - top / height, "wspace": left / size, "hspace": below / size})
     for ax, panel in zip(axes.flat, (panel for row in grid for panel in row)):
         if panel is None:
             ax.axis("off")
@@ -100,8 +108,9 @@ def draw_attention(grid: list[list[Attention | None]], size: float, title: str, 
             ax.set_ylabel(panel.ylabel, fontsize=8)
         if panel.xlabel:
             ax.set_xlabel(panel.xlabel, fontsize=8)
-    fig.colorbar(image, ax=axes, fraction=0.015, pad=0.01, label="attention weight")
-    fig.suptitle(title, fontsize=11)
+    fig.colorbar(image, cax=fig.add_axes((1 - 0.85 / width, below / height, 0.12 / width, 1 - (below + top) / height)),
+                 label="attention weight")
+    fig.suptitle(title, fontsize=11, y=1 - 0.15 / height)
     return save(fig, path)
 
 
