@@ -87,8 +87,8 @@ def draw_attention(grid: list[list[Attention | None]], size: float, title: str, 
     n_rows, n_cols = len(grid), len(grid[0])
     # Gaps in inches, from the longest token (tick labels at 6 pt, about 0.06 inch a character): below a panel its
     # rotated key labels, the axis label and the next panel's title; left of it the query labels and the axis label.
-    # Laid out by hand, the margins trimmed by the tight bounding box at save: a layout engine took twice the time to
-    # draw, and a report draws an attention figure per scheme and task.
+    # Laid out by hand, the margins trimmed by the tight bounding box at save: constrained layout took about 15% longer
+    # a figure, and a report draws an attention figure per scheme and task (benchmarks/results/suite_time.md).
     longest = max((len(t) for row in grid for panel in row if panel for t in (*panel.keys, *panel.queries)), default=1)
     below, left, top, bar = 0.06 * longest + 0.7, 0.06 * longest + 0.45, 0.7, 1.1
     width, height = n_cols * (size + left) + bar, n_rows * (size + below) + top
