@@ -444,6 +444,11 @@ class Counting(Problem):
     def answer_length(self, n: int) -> int:
         return 1
 
+    @staticmethod
+    def verbs(symbols: int) -> tuple[int, int, int]:
+        """The set, increment and pass tokens: the last three of ``symbols``."""
+        return symbols - 3, symbols - 2, symbols - 1
+
     def capacity(self, cfg: LengthDataConfig, n: int) -> int:
         """Distinct (program, query) rows of n statements, counted exactly over the variables' states (unset or a
         count 0..cap): a set reaches any state's variable at 0, an increment a set variable below the cap."""
@@ -466,7 +471,7 @@ class Counting(Problem):
         """b rows (≤ b: rows that set no variable are dropped) of n statements and a query, drawn as the reference
         draws them: (rows, 2n + 1)."""
         cap, v_count = self.cap(cfg), self.VARIABLES
-        set_, inc, pass_ = v_count + cap + 1, v_count + cap + 2, v_count + cap + 3
+        set_, inc, pass_ = self.verbs(self.symbols(cfg))
         counts = torch.full((b, v_count), -1)  # -1: not set
         statements = torch.empty(b, n, 2, dtype=torch.long)
         weights = torch.tensor(self.WEIGHTS, dtype=torch.float)
@@ -503,7 +508,7 @@ class Counting(Problem):
         """sources (B, 2n + 1): n statements then the query -> question (the same), answer (B, 1): the count token
         (``VARIABLES`` + the count)."""
         v_count = self.VARIABLES
-        set_, inc = symbols - 3, symbols - 2
+        set_, inc, _ = self.verbs(symbols)
         subject, verb = sources[:, :-1:2], sources[:, 1:-1:2]  # (B, n) each
         mine = subject == sources[:, -1:]
         position = torch.arange(subject.shape[1]).expand_as(subject)
@@ -529,7 +534,7 @@ def _count_floor(problem: Counting, train_max: int, n: int) -> float:
     rows = problem.programs(cfg, n, 4096, torch.Generator().manual_seed(n))
     answer = problem.question_answer(rows, symbols)[1][:, 0]
     subject, verb = rows[:, :-1:2], rows[:, 1:-1:2]
-    bag = ((subject == rows[:, -1:]) & (verb == symbols - 2)).sum(1).clamp(max=problem.cap(cfg))
+    bag = ((subject == rows[:, -1:]) & (verb == problem.verbs(symbols)[1])).sum(1).clamp(max=problem.cap(cfg))
     commonest = answer.bincount().max().item() / len(answer)
     return max(commonest, (problem.VARIABLES + bag == answer).float().mean().item())
 
