@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from pelab.config import TrainConfig
 from pelab.device import prepare_device, to_device
+from pelab.training.adamw import AdamW, Schedule
 from pelab.training.graphs import TrainStep, graph_safe
 from pelab.training.stacking import Batch, LossFn, SeedStack
 
@@ -45,23 +46,21 @@ def decays(name: str, param: torch.Tensor, stacked: bool = False) -> bool:
 
 
 def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig,
-          capturable_on: torch.device | None = None) -> torch.optim.Optimizer:
-    """AdamW, betas (0.9, 0.98). The fused kernel (one pass over every parameter) wherever torch has it for the
-    parameters' device - CUDA, and the CPU since torch 2.4, where it took 0-6% off a quick-size step (measured
-    side by side, benchmarks/results/quick_profile.md) - else the foreach one: the same update rule.
-    ``capturable_on``: the device whose CUDA graphs capture the step (``training.graphs``): the step count and
-    the learning rate live there, the lr a tensor that the schedule fills in place."""
+          capturable_on: torch.device | None = None) -> AdamW | torch.optim.Optimizer:
+    """AdamW, betas (0.9, 0.98), on torch's fused kernel (one pass over every parameter; on the CPU it took 0-6% off
+    a quick-size step, benchmarks/results/quick_profile.md): ``training.adamw.AdamW``, which spares each process
+    the 2 s import of ``torch._dynamo`` that constructing a ``torch.optim`` optimizer costs, with bit-for-bit
+    torch's updates; torch's own foreach AdamW on a device without the fused kernel (the same update rule).
+    ``capturable_on``: the device whose CUDA graphs capture the step (``training.graphs``): torch's capturable
+    AdamW, its step count and learning rate on that device, the lr a tensor that the schedule fills in place."""
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     if capturable_on is not None:
         lr = torch.tensor(cfg.lr, device=capturable_on)
-        optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), fused=True, capturable=True)
-        for group in optimizer.param_groups:  # the schedule's base a float: lr = base * factor, filled in place
-            group["initial_lr"] = float(cfg.lr)
-        return optimizer
-    try:
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), fused=True)
-    except RuntimeError:  # no fused kernel for this device in this torch
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), fused=True, capturable=True)
+    device = next((p.device for p in decay + no_decay), torch.device("cpu"))
+    if device.type in ("cpu", "cuda"):  # where torch has the fused kernel
+        return AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
 
 
 @dataclass
@@ -123,24 +122,29 @@ class BestWeights:
             self.states[s] = None if w is None else {n: t.to(device) for n, t in w.items()}
 
 
-def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict, capturable_on: torch.device | None) -> None:
+def load_optimizer_state(optimizer: AdamW | torch.optim.Optimizer, saved: dict,
+                         capturable_on: torch.device | None) -> None:
     """``optimizer.load_state_dict``, keeping the optimizer's own mode: a state saved by an eager run resumes a
-    graphed one and the other way round (loading copies the saved groups' ``capturable`` and lr over them)."""
+    graphed one and the other way round (torch's optimizer takes the saved groups whole: the settings ours does not
+    save are filled from its own groups first; the lr is the schedule's to set)."""
+    if isinstance(optimizer, torch.optim.Optimizer):
+        own = optimizer.state_dict()["param_groups"]
+        saved = {**saved, "param_groups": [{**mine, **{k: v for k, v in group.items() if k != "lr"}, "lr": mine["lr"]}
+                                           for mine, group in zip(own, saved["param_groups"])]}
+        for group in saved["param_groups"]:
+            group["capturable"] = capturable_on is not None
     optimizer.load_state_dict(saved)
-    for group in optimizer.param_groups:
-        group["capturable"] = capturable_on is not None
-        lr = float(group["lr"])
-        group["lr"] = lr if capturable_on is None else torch.tensor(lr, device=capturable_on)
 
 
-def lr_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig) -> torch.optim.lr_scheduler.LambdaLR:
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, cfg.steps, cfg.warmup_steps))
+def lr_schedule(optimizer: AdamW | torch.optim.Optimizer, cfg: TrainConfig) -> Schedule:
+    """Linear warmup then cosine decay (``warmup_cosine``) of ``cfg.lr``."""
+    return Schedule(optimizer, cfg.lr, lambda s: warmup_cosine(s, cfg.steps, cfg.warmup_steps))
 
 
-def current_lr(schedule: torch.optim.lr_scheduler.LambdaLR) -> float:
-    """The learning rate the next step uses, as a float (``get_last_lr`` gives the groups' values: device tensors
-    when the optimizer is capturable, which reading would sync)."""
-    return schedule.base_lrs[0] * schedule.lr_lambdas[0](schedule.last_epoch)
+def current_lr(schedule: Schedule) -> float:
+    """The learning rate the next step uses, as a float (the groups' values are device tensors when the optimizer
+    is capturable, which reading would sync)."""
+    return schedule.lr()
 
 
 def snapshot_schedule(cfg: TrainConfig) -> set[int]:
