@@ -41,7 +41,7 @@ def test_every_stage_of_the_default_study_runs(study):
     n_main = len(full["tasks"]) * len(full["pe"]["schemes"])  # a run stage per (task, scheme)
     n_length = len(full["length_tasks"])  # a run stage per task: its every length scheme
     n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])
-    assert full["lm_tasks"] == ["lm"] and n_lm == 26
+    assert full["lm_tasks"] == ["lm"] and n_lm == 29
     n_tuned = 1  # the length task's tune stage
     n_tasks = len(full["tasks"]) + len(full["length_tasks"]) + 1  # a prepare stage each
     assert len(stages) == n_tasks + n_main + n_length + n_lm + n_tuned + 3  # and check, aggregate, report

@@ -27,9 +27,10 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
 
 
 # the length study's models only: randomized positions (models that draw positions), xpos (causal models); and
-# RoPE's θ axis, which the length and LM studies run (positional/rope_theta.py)
+# RoPE's θ axis and RoPE with each switch against dilution, which the length and LM studies run
+# (positional/rope_theta.py, positional/switched.py; every task's models take them: `pe=[rope,rope_ssmax]`)
 LENGTH_ONLY = ["rand_sinusoidal", "rand_learned", "rand_rope", "xpos", "rope_theta10", "rope_theta100", "rope_theta1k",
-               "rope_theta1m"]
+               "rope_theta1m", "rope_ssmax", "rope_sink", "rope_gate"]
 
 
 def main_schemes() -> list[str]:

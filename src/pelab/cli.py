@@ -88,6 +88,7 @@ def schemes() -> None:
 
     from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding
     from pelab.positional.layout import Layout
+    from pelab.positional.switched import SWITCHES
 
     for name, cls in POSITIONAL_ENCODINGS.items():
         slots = [hook for hook in ("embed", "rotate", "bias", "content_bias", "attention_weights")
@@ -100,6 +101,8 @@ def schemes() -> None:
         click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':22s} {cls.__name__:40s} options: {options}")
         if getattr(cls, "source", ""):
             click.echo(f"{'':15s} source: {cls.source}")
+        for switch in cls.switches:
+            click.echo(f"{'':15s} switch {switch}: {SWITCHES[switch]}")
 
 
 @main.command()

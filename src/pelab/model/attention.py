@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pelab.model.switches import Switches
 from pelab.positional.base import PositionalEncoding
 
 
@@ -58,10 +59,13 @@ def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | No
 
 class MultiHeadAttention(nn.Module):
     """Self- or cross-attention. The positional scheme's ``rotate`` is applied to q and k; its
-    ``bias`` arrives already combined with the masks as ``attn_bias``."""
+    ``bias`` arrives already combined with the masks as ``attn_bias``. Self-attention carries the switches its
+    model's scheme names (``model.switches``; none by default)."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, self_attention: bool = True) -> None:
         super().__init__()
+        self.self_attention = self_attention
+        self.switches = Switches(d_model, n_heads)  # none: no parameter, each hook the identity
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.q_proj = nn.Linear(d_model, d_model)
@@ -100,7 +104,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.project(x, memory)
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
         attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k))
-        return self.attend(q, k, v, attn_bias, need_weights, normalise=own_weights(pe))
+        return self.attend(q, k, v, attn_bias, need_weights, normalise=own_weights(pe), gate_input=x)
 
     def extend(
         self, x: torch.Tensor, cache: dict[str, torch.Tensor], *, pe: PositionalEncoding, q_pos: torch.Tensor,
@@ -115,19 +119,23 @@ class MultiHeadAttention(nn.Module):
         cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
         cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
         attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, cache["k"], cache))
-        return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe))[0]
+        return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe), gate_input=x)[0]
 
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False,
-        normalise: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        normalise: Callable[[torch.Tensor], torch.Tensor] | None = None, gate_input: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attention of projected (and rotated) heads. q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh). ``normalise``: logits
         -> weights in place of the softmax (``own_weights``), None for the softmax (on the fused kernel).
+        ``gate_input``: the layer's normed input at the queries (B, Tq, D), which an output gate reads.
 
-        Returns the output (B, Tq, D) after the output projection and, if ``need_weights``, the weights.
+        Returns the output (B, Tq, D) after the output projection and, if ``need_weights``, the weights (B, H, Tq, Tk).
         """
         if attn_bias is not None:
             attn_bias = attn_bias.to(q.dtype)
+        switches = self.switches
+        q = switches.scale_queries(q, attn_bias, k.shape[-2])
+        k, v, attn_bias = switches.with_sink(k, v, attn_bias, q.shape[-2])
         dropout = self.dropout if self.training else 0.0
         weights = None
         if need_weights or not self.fused or normalise is not None:
@@ -140,5 +148,5 @@ class MultiHeadAttention(nn.Module):
             # the scale of the head, not of q's last dimension (PoPE doubles it: ``positional.pope``)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout,
                                                  scale=1 / math.sqrt(self.head_dim))
-        out = out.transpose(1, 2).flatten(2)  # (B, Tq, D)
-        return self.out_proj(out), weights if need_weights else None
+        out = switches.gated(out, gate_input).transpose(1, 2).flatten(2)  # (B, Tq, D)
+        return self.out_proj(out), switches.key_weights(weights) if need_weights else None

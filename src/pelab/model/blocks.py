@@ -70,7 +70,7 @@ class DecoderLayer(nn.Module):
         self.self_norm = nn.LayerNorm(d_model)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.cross_norm = nn.LayerNorm(d_model)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, self_attention=False)
         self.ff_norm = nn.LayerNorm(d_model)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.drop = nn.Dropout(dropout)

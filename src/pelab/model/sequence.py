@@ -12,6 +12,7 @@ from torch import nn
 from pelab.model.blocks import Encoder
 from pelab.model.config import ModelConfig
 from pelab.model.embedding import TokenEmbedding
+from pelab.model.switches import install as install_switches
 from pelab.positional import PositionalEncoding, build_positional_encoding
 from pelab.positional.randomized import RandomizedPositions
 from pelab.seeding import seeded
@@ -76,9 +77,11 @@ def build_sequence_model(scheme: str, vocab_size: int, model: ModelConfig, optio
                          causal: bool) -> SequenceTransformer:
     """Same seed -> same initial weights of every parameter the schemes share, in both layouts. The scheme's own
     parameters (learned table, T5 bias, FIRE) are drawn from a separate stream, so that adding them does not shift
-    the initialisation of the rest of the model."""
+    the initialisation of the rest of the model; so are the parameters of its switches (``model.switches``)."""
     with seeded(seed + 1_000_003):
         pe = build_positional_encoding(scheme, d_model=model.d_model, n_heads=model.n_heads, causal=causal,
                                        n_layers=model.n_layers, options=options)
     with seeded(seed):
-        return SequenceTransformer(vocab_size, model, pe)
+        built = SequenceTransformer(vocab_size, model, pe)
+    install_switches(built, pe.switches, seed)  # from a stream of their own too
+    return built

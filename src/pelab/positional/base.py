@@ -72,6 +72,9 @@ class PositionalEncoding(nn.Module):
     variants: str = ""
     # True: built for one depth (a layout: its layers differ), so a stack of another depth refuses it
     depth_specific: bool = False
+    # the switches against attention dilution its models' self-attention layers carry (``positional.switched``,
+    # ``model.switches``): "ssmax", "sink", "gate"; none by default
+    switches: tuple[str, ...] = ()
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()

@@ -35,6 +35,9 @@ from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncod
 from pelab.positional.rope import RotaryPositionalEncoding
 from pelab.positional.rope_theta1k import RopeTheta1K
 from pelab.positional.rope_theta1m import RopeTheta1M
+from pelab.positional.rope_gate import RopeGate
+from pelab.positional.rope_sink import RopeSink
+from pelab.positional.rope_ssmax import RopeSsmax
 from pelab.positional.rope_theta10 import RopeTheta10
 from pelab.positional.rope_theta100 import RopeTheta100
 from pelab.positional.sandwich import SandwichPositionalEncoding
@@ -78,6 +81,10 @@ POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "llama4": Llama4Layout,
     "gemma3": Gemma3Layout,
     "gemma4": Gemma4Layout,
+    # switches against attention dilution beside plain RoPE (positional/switched.py, model/switches.py)
+    "rope_ssmax": RopeSsmax,
+    "rope_sink": RopeSink,
+    "rope_gate": RopeGate,
 }
 
 
@@ -114,10 +121,11 @@ def draws_positions(name: str) -> bool:
 
 def is_control(name: str) -> bool:
     """Whether scheme ``name`` gives the model no positional information: its class overrides none of the hooks
-    (``none``, the control every study measures the others against)."""
+    and switches nothing (``none``, the control every study measures the others against; SSMax's log n tells a
+    causal query its position)."""
     cls = POSITIONAL_ENCODINGS[check_scheme(name)]
     hooks = ("embed", "rotate", "bias", "layer_biases", "content_bias", "layer", "attention_weights")
-    return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks)
+    return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks) and not cls.switches
 
 
 def option_names(name: str) -> list[str]:

@@ -11,6 +11,7 @@ from pelab.positional import Usage, draws_positions
 from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.layouts import layout_reading
+from pelab.report.switches import switch_reading
 from pelab.report.theta import length_theta_reading
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length
@@ -135,6 +136,8 @@ def section(ctx: ReportContext) -> list[str]:
             records, ctx.cfg(t), t, schemes, "beyond", "token_accuracy", "token accuracy beyond N", False,
             causal=ctx.fact(t, "causal") == 1.0))] + [text for t in tasks if (text := length_theta_reading(
                 records, ctx.cfg(t), t, schemes, int(ctx.fact(t, "longest_trained_row")),
-                int(ctx.fact(t, "longest_eval_row"))))],
+                int(ctx.fact(t, "longest_eval_row"))))] + [text for t in tasks if (text := switch_reading(
+                    records, t, schemes, [("in", "token_accuracy", "token accuracy within N", False),
+                                          ("beyond", "token_accuracy", "beyond N", False)]))],
         token_figure=TOKEN_FIGURE, exact_figure=EXACT_FIGURE,
         rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows))

@@ -25,6 +25,7 @@ from pelab.report.layouts import layout_reading
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table, markdown_table
+from pelab.report.switches import switch_reading
 from pelab.report.theta import lm_theta_reading
 
 TASK = "lm"
@@ -230,4 +231,7 @@ def section(ctx: ReportContext) -> list[str]:
         layouts=layout_reading(records, cfg, TASK, schemes, "at_4L", "ppl_sliding", f"sliding perplexity at {far}",
                                True, causal=True),
         theta=lm_theta_reading(records, cfg, TASK, schemes, lengths, FLAT),
+        switches=switch_reading(records, TASK, schemes, [
+            ("at_L", "ppl_sliding", "sliding perplexity at L", True),
+            ("at_4L", "ppl_sliding", f"at {far}", True), ("beyond", "passkey", "passkey beyond L", False)]),
         image=ctx.image, ppl_figure=PPL_FIGURE, position_figure=POSITION_FIGURE, passkey_figure=PASSKEY_FIGURE)

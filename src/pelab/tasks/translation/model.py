@@ -25,6 +25,7 @@ from torch import nn
 
 from pelab.model.blocks import Decoder, Encoder
 from pelab.model.embedding import TokenEmbedding
+from pelab.model.switches import install as install_switches
 from pelab.positional import PositionalEncoding, build_positional_encoding
 from pelab.positional.none import NoPositionalEncoding
 from pelab.tasks.translation.config import Seq2SeqConfig
@@ -131,4 +132,6 @@ def build_seq2seq_model(
             for causal, n_layers in ((False, model.encoder_layers), (True, model.decoder_layers))
         ]
     with seeded(seed):
-        return Seq2SeqTransformer(vocab_size, model, pe_encoder, pe_decoder, pad_id)
+        built = Seq2SeqTransformer(vocab_size, model, pe_encoder, pe_decoder, pad_id)
+    install_switches(built, pe_encoder.switches, seed)  # both stacks' self-attention, from a stream of their own
+    return built

@@ -1,0 +1,201 @@
+"""The switches against attention dilution (``pelab.model.switches``): each against its formula or reference, each
+composing with every registered scheme, and a switched model sharing every other initial weight with its scheme's."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from pelab.model.attention import MultiHeadAttention, combine_attention_bias
+from pelab.model.config import ModelConfig
+from pelab.model.sequence import build_sequence_model
+from pelab.model.switches import SSMAX_INIT, Switches, install
+from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, scheme_names, scheme_options
+from pelab.positional.switched import SWITCHES, check_switches
+
+MODEL = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+VOCAB = 11
+
+
+def model_of(scheme: str, causal: bool, switches: tuple[str, ...] = (), seed: int = 0):
+    options = scheme_options(scheme, {"max_position": 64} if scheme.startswith("rand_") else None)
+    model = build_sequence_model(scheme, VOCAB, MODEL, options, seed, causal=causal)
+    install(model, switches, seed)
+    return model.eval()
+
+
+def rows(batch: int = 3, length: int = 9) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (batch, length), generator=torch.Generator().manual_seed(1))
+
+
+def attention(switches: tuple[str, ...]) -> MultiHeadAttention:
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(16, 2).eval()
+    attn.switches = Switches(16, 2, switches)
+    with torch.no_grad():
+        for p in attn.switches.parameters():
+            p.normal_(0.0, 1.0)
+    return attn
+
+
+def by_hand(attn: MultiHeadAttention, x: torch.Tensor, bias: torch.Tensor | None, scale: torch.Tensor | None = None,
+            sink: torch.Tensor | None = None, gate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention written out: logits (times SSMax's per-query scale), the gpt-oss sink as a last logit column that is
+    dropped after the softmax (its ``sdpa``), the output gated per channel."""
+    q, k, v = attn.project(x, x)
+    logits = q @ k.transpose(-2, -1) / math.sqrt(attn.head_dim)  # (B, H, T, T)
+    if scale is not None:
+        logits = logits * scale
+    if bias is not None:
+        logits = logits + bias
+    if sink is not None:
+        column = sink[None, :, None, None].expand(*logits.shape[:-1], 1)
+        weights = torch.cat([logits, column], -1).softmax(-1)[..., :-1]
+    else:
+        weights = logits.softmax(-1)
+    out = weights @ v  # (B, H, T, Dh)
+    if gate:
+        out = out * torch.sigmoid(attn.switches.gate(x)).unflatten(-1, (2, -1)).transpose(1, 2)
+    return attn.out_proj(out.transpose(1, 2).flatten(2)), weights
+
+
+def run(attn: MultiHeadAttention, x: torch.Tensor, bias: torch.Tensor | None):
+    pe = build_positional_encoding("none", d_model=16, n_heads=2)
+    positions = torch.arange(x.shape[1])
+    return attn(x, x, pe=pe, q_pos=positions, k_pos=positions, attn_bias=bias, need_weights=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_ssmax_scales_each_query_s_logits_by_s_log_of_the_keys_it_sees(causal):
+    """Nakanishi 2025, eq. 2: softmax((s log n) q kᵀ/√d); n = i + 1 for causal query i, the unpadded keys of a
+    bidirectional row (its padding masked)."""
+    attn = attention(("ssmax",))
+    x = torch.randn(2, 6, 16)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])  # the second row: 4 keys
+    bias = combine_attention_bias(None, q_len=6, k_len=6, causal=causal, key_padding_mask=None if causal else padding)
+    n = (torch.arange(1, 7.0)[None, None, :, None] if causal
+         else torch.tensor([6.0, 4.0])[:, None, None, None].expand(2, 1, 6, 1))
+    s = attn.switches.ssmax
+    out, weights = run(attn, x, bias)
+    expected, expected_weights = by_hand(attn, x, bias, scale=s[None, :, None, None] * n.log())
+    assert_close(out, expected)
+    assert_close(weights, expected_weights)
+
+
+def test_ssmax_at_s_log_n_one_is_plain_attention_and_starts_at_the_paper_s_s():
+    attn = attention(("ssmax",))
+    assert torch.equal(Switches(16, 2, ("ssmax",)).ssmax, torch.full((2,), SSMAX_INIT))
+    x = torch.randn(2, 7, 16)
+    with torch.no_grad():
+        attn.switches.ssmax.fill_(1 / math.log(7))  # every query of a bidirectional row sees 7 keys
+    plain = attention(())
+    assert_close(run(attn, x, None)[0], run(plain, x, None)[0])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_sink_is_gpt_oss_s_extra_logit_and_its_weights_leave_the_rest(causal):
+    attn = attention(("sink",))
+    x = torch.randn(2, 5, 16)
+    bias = combine_attention_bias(None, q_len=5, k_len=5, causal=causal)
+    out, weights = run(attn, x, bias)
+    expected, expected_weights = by_hand(attn, x, bias, sink=attn.switches.sink)
+    assert_close(out, expected)
+    assert_close(weights, expected_weights)
+    assert weights.shape == (2, 2, 5, 5) and bool((weights.sum(-1) < 1).all())
+    with torch.no_grad():
+        attn.switches.sink.fill_(-1e4)  # a sink nothing reaches: plain attention
+    assert_close(run(attn, x, bias)[0], run(attention(()), x, bias)[0])
+
+
+def test_the_gate_multiplies_each_head_s_channels_by_a_sigmoid_of_the_query_s_input():
+    attn = attention(("gate",))
+    x = torch.randn(2, 5, 16)
+    assert_close(run(attn, x, None)[0], by_hand(attn, x, None, gate=True)[0])
+    with torch.no_grad():  # a gate always open: plain attention
+        attn.switches.gate.weight.zero_()
+        attn.switches.gate.bias.fill_(1e4)
+    assert_close(run(attn, x, None)[0], run(attention(()), x, None)[0])
+
+
+def test_all_three_together_are_each_in_turn():
+    attn = attention(("ssmax", "sink", "gate"))
+    x = torch.randn(2, 6, 16)
+    bias = combine_attention_bias(None, q_len=6, k_len=6, causal=True)
+    n = torch.arange(1, 7.0)[None, None, :, None]
+    expected, _ = by_hand(attn, x, bias, scale=attn.switches.ssmax[None, :, None, None] * n.log(),
+                          sink=attn.switches.sink, gate=True)
+    assert_close(run(attn, x, bias)[0], expected)
+
+
+@pytest.mark.parametrize("switch", list(SWITCHES))
+@pytest.mark.parametrize("scheme", [s for s in scheme_names() if not POSITIONAL_ENCODINGS[s].switches])
+def test_every_switch_composes_with_every_scheme(scheme, switch):
+    """Causal: the whole row equals incremental decoding (the cache path every evaluation of the LM takes); both
+    forms run, finite; every weight but the switch's is the unswitched model's."""
+    x = rows()
+    forms = (True,) if scheme == "xpos" else (False, True)
+    for causal in forms:
+        plain, switched = model_of(scheme, causal), model_of(scheme, causal, (switch,))
+        own = {n for n, _ in switched.named_parameters() if ".switches." in n}
+        assert own and {n for n, _ in plain.named_parameters()} == {n for n, _ in switched.named_parameters()} - own
+        for name, p in plain.named_parameters():
+            assert torch.equal(p, dict(switched.named_parameters())[name]), name
+        positions = switched.positions(x.shape[1], "cpu")
+        with torch.no_grad():
+            whole, attentions = switched(x, positions, need_weights=True)
+            assert torch.isfinite(whole).all() and attentions[0]["self"].shape == (3, 2, 9, 9)
+            if causal:
+                caches = switched.new_caches()
+                parts = [switched.extend(x[:, :4], caches, positions[:4])]
+                parts += [switched.extend(x[:, t:t + 1], caches, positions[:t + 1]) for t in range(4, 9)]
+                assert_close(torch.cat(parts, 1), whole, atol=2e-5, rtol=1e-5)
+
+
+def test_the_registered_switched_schemes_are_rope_with_one_switch_each():
+    for name, switch in (("rope_ssmax", "ssmax"), ("rope_sink", "sink"), ("rope_gate", "gate")):
+        cls = POSITIONAL_ENCODINGS[name]
+        assert cls.switches == (switch,) and issubclass(cls, POSITIONAL_ENCODINGS["rope"])
+        model = model_of(name, True)
+        assert all(layer.attn.switches.names == (switch,) for layer in model.encoder.layers)
+        plain = model_of("rope", True)
+        same = {n: p for n, p in model.named_parameters() if ".switches." not in n}
+        assert all(torch.equal(p, dict(plain.named_parameters())[n]) for n, p in same.items())
+        pe = build_positional_encoding(name, d_model=16, n_heads=2, causal=True)
+        assert SWITCHES[switch].split(",")[0] in pe.describe(None)  # the report names the switch and its source
+
+
+def test_the_translation_model_switches_self_attention_only():
+    from pelab.tasks.translation.config import Seq2SeqConfig
+    from pelab.tasks.translation.model import build_seq2seq_model
+
+    model = build_seq2seq_model("rope_gate", 20, Seq2SeqConfig(d_model=16, encoder_layers=1, decoder_layers=1,
+                                                               n_heads=2, d_ff=32), None, 0)
+    switched = {n.rsplit(".switches.", 1)[0] for n, _ in model.named_parameters() if ".switches." in n}
+    assert switched == {"encoder.layers.0.attn", "decoder.layers.0.self_attn"}
+
+
+def test_an_unknown_switch_is_refused_in_one_line():
+    assert check_switches(["gate", "ssmax"], "x") == ("ssmax", "gate")
+    with pytest.raises(ValueError, match=r"unknown switch\(es\) \['softcap'\] in rope_x; valid switches: ssmax, "
+                                         r"sink, gate"):
+        check_switches(["softcap"], "rope_x")
+
+
+def test_the_report_reads_each_switched_scheme_against_its_base_paired_by_seed():
+    import pandas as pd
+
+    from pelab.report.switches import base_of, switch_reading
+
+    assert base_of("rope_ssmax") == "rope" and base_of("rope") is None and base_of("none") is None
+    ppl = {"rope": [10.0, 11.0, 12.0, 13.0, 14.0], "rope_ssmax": [9.0, 10.5, 12.5, 12.0, 13.0]}
+    records = pd.DataFrame([{"task": "lm", "pe": pe, "split": "at_4L", "metric": "ppl_sliding", "seed": seed,
+                             "length": "all", "value": v} for pe, values in ppl.items() for seed, v in enumerate(values)])
+    text = switch_reading(records, "lm", ["rope", "rope_ssmax"], [("at_4L", "ppl_sliding", "ppl at 256", True)])
+    # differences -1, -0.5, +0.5, -1, -1: mean -0.6, sd 0.652, t(0.975, 4) = 2.776: ± 0.809
+    assert "`rope_ssmax` (ssmax) against `rope`: ppl at 256 12.000 → 11.400, -0.600 [-1.409, +0.209] (lower on 4 of 5 " \
+           "seeds)." in text
+    assert "arxiv.org/abs/2501.19399" in text
+    assert switch_reading(records, "lm", ["rope_ssmax"], [("at_4L", "ppl_sliding", "x", True)]) == ""  # no base
