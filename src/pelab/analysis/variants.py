@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pelab.positional.remapping import REMAPPINGS
 from pelab.positional.rope_extensions import MENU
 from pelab.positional.temperature import TEMPERATURE
 
-# the split suffix of each variant's records and its label
+# the split suffix of each variant's records and its label: HF's extensions, the training-free remappings
 EXTENSIONS = {variant.suffix: variant.label for variant in MENU}
+REMAPS = {remapping.suffix: remapping.label for remapping in REMAPPINGS}
 # and, for every scheme: the log-length attention temperature (``positional.temperature``), the LM's crop-to-L
 # baseline (``tasks.lm.evaluate.crop``), recall's spread axis
-VARIANTS = {**EXTENSIONS, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread"}
+VARIANTS = {**EXTENSIONS, **REMAPS, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread"}
 
 
 def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -33,6 +35,7 @@ def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 # the families of variants, each tabulated and drawn on its own against its base schemes
 FAMILIES = {"RoPE's context extensions (HF names)": tuple(EXTENSIONS.values()),
+            "training-free remappings of RoPE's distances": tuple(REMAPS.values()),
             "the log-length temperature": (TEMPERATURE.label,), "crop to L": ("crop",), "recall's spread axis": ("spread",)}
 
 

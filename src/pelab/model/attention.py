@@ -104,42 +104,54 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.project(x, memory)
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
         attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k))
-        return self.attend(q, k, v, attn_bias, need_weights, normalise=own_weights(pe), gate_input=x)
+        return self.attend(q, k, v, attn_bias, need_weights, normalise=own_weights(pe), gate_input=x,
+                           logits=pe.logits(q, k, q_pos, k_pos))
 
     def extend(
         self, x: torch.Tensor, cache: dict[str, torch.Tensor], *, pe: PositionalEncoding, q_pos: torch.Tensor,
-        attn_bias: torch.Tensor | None,
+        attn_bias: torch.Tensor | None, k_pos: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Incremental self-attention: x (B, n, D) are new tokens at q_pos (n,) after the t tokens whose keys and
         values ``cache`` holds; theirs are appended in place, rotated once at their own positions (exact for every
         scheme whose ``rotate`` acts on q and k separately: all registered ones). attn_bias: (B|1, H|1, n, t + n)
-        or None. Returns (B, n, D)."""
+        or None; k_pos: (t + n,) the positions of every key so far (None: 0..t + n − 1). Returns (B, n, D)."""
         q, k, v = self.project(x, x)
         q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
         cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
         cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
         attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, cache["k"], cache))
-        return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe), gate_input=x)[0]
+        if k_pos is None:
+            k_pos = torch.arange(cache["k"].shape[2], device=q_pos.device)
+        return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe), gate_input=x,
+                           logits=pe.logits(q, cache["k"], q_pos, k_pos))[0]
 
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False,
         normalise: Callable[[torch.Tensor], torch.Tensor] | None = None, gate_input: torch.Tensor | None = None,
+        logits: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attention of projected (and rotated) heads. q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh). ``normalise``: logits
         -> weights in place of the softmax (``own_weights``), None for the softmax (on the fused kernel).
-        ``gate_input``: the layer's normed input at the queries (B, Tq, D), which an output gate reads.
+        ``gate_input``: the layer's normed input at the queries (B, Tq, D), which an output gate reads. ``logits``:
+        the scheme's own content logits (B, H, Tq, Tk) in place of q·kᵀ/√Dh (``PositionalEncoding.logits``).
 
         Returns the output (B, Tq, D) after the output projection and, if ``need_weights``, the weights (B, H, Tq, Tk).
         """
         if attn_bias is not None:
             attn_bias = attn_bias.to(q.dtype)
         switches = self.switches
-        q = switches.scale_queries(q, attn_bias, k.shape[-2])
+        scale = switches.query_scale(attn_bias, k.shape[-2])  # SSMax: (B|1, H, Tq, 1), or None
+        if scale is not None:
+            scale = scale.to(q.dtype)
+            q = q * scale
+            logits = None if logits is None else logits * scale  # the logits are linear in each query
         k, v, attn_bias = switches.with_sink(k, v, attn_bias, q.shape[-2])
+        if logits is not None and logits.shape[-1] < k.shape[-2]:
+            logits = F.pad(logits, (1, 0))  # the sink's key is zero: its content logit is 0 under any positions
         dropout = self.dropout if self.training else 0.0
         weights = None
-        if need_weights or not self.fused or normalise is not None:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
+        if need_weights or not self.fused or normalise is not None or logits is not None:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim) if logits is None else logits  # (B, H, Tq, Tk)
             if attn_bias is not None:
                 scores = scores + attn_bias
             weights = scores.softmax(dim=-1) if normalise is None else normalise(scores)

@@ -51,10 +51,12 @@ class EncoderLayer(nn.Module):
         x = x + self.drop(self.ff(self.ff_norm(x)))
         return x, {"self": weights}
 
-    def extend(self, x, cache, *, pe, q_pos, attn_bias):
+    def extend(self, x, cache, *, pe, q_pos, attn_bias, k_pos=None):
         """Incremental: x (B, n, D) are new tokens at q_pos (n,) after the tokens whose keys/values ``cache``
-        holds (``MultiHeadAttention.extend``); attn_bias (1, H|1, n, t + n) or None. Returns (B, n, D)."""
-        x = x + self.drop(self.attn.extend(self.attn_norm(x), cache, pe=pe, q_pos=q_pos, attn_bias=attn_bias))
+        holds (``MultiHeadAttention.extend``); attn_bias (1, H|1, n, t + n) or None; k_pos (t + n,) every key's
+        position. Returns (B, n, D)."""
+        x = x + self.drop(self.attn.extend(self.attn_norm(x), cache, pe=pe, q_pos=q_pos, attn_bias=attn_bias,
+                                           k_pos=k_pos))
         return x + self.drop(self.ff(self.ff_norm(x)))
 
 
@@ -152,7 +154,7 @@ class Encoder(nn.Module):
         biases = layer_biases(self.pe, q_pos, positions, len(self.layers), q_len=n, k_len=total, causal=n > 1,
                               device=x.device)  # per layer: (1, H|1, n, t + n) or None
         for i, (layer, cache, bias) in enumerate(zip(self.layers, caches, biases, strict=True)):
-            x = layer.extend(x, cache, pe=self.pe.layer(i), q_pos=q_pos, attn_bias=bias)
+            x = layer.extend(x, cache, pe=self.pe.layer(i), q_pos=q_pos, attn_bias=bias, k_pos=positions)
         return self.norm(x)
 
 

@@ -47,16 +47,17 @@ class Switches(nn.Module):
         if "gate" in self.names:
             self.gate = nn.Linear(d_model, d_model)
 
-    def scale_queries(self, q: torch.Tensor, attn_bias: torch.Tensor | None, k_len: int) -> torch.Tensor:
-        """SSMax: q (B, H, Tq, Dh) times s_h·log n_i, n_i the keys query i may see: the finite entries of its row of
-        ``attn_bias`` (B|1, H|1, Tq, Tk), all ``k_len`` where there is no bias."""
+    def query_scale(self, attn_bias: torch.Tensor | None, k_len: int) -> torch.Tensor | None:
+        """SSMax's factor on each query (and so on its logits): s_h·log n_i (B|1, H, Tq|1, 1), n_i the keys query i
+        may see: the finite entries of its row of ``attn_bias`` (B|1, H|1, Tq, Tk), all ``k_len`` where there is no
+        bias. None without SSMax."""
         if "ssmax" not in self.names:
-            return q
+            return None
+        s = self.ssmax[:, None, None]  # (H, 1, 1)
         if attn_bias is None:
-            log_n = torch.full((1, 1, 1, 1), math.log(k_len), dtype=q.dtype, device=q.device)
-        else:
-            log_n = torch.isfinite(attn_bias).sum(-1, keepdim=True).clamp(min=1).to(q.dtype).log()  # (B|1, H|1, Tq, 1)
-        return q * (self.ssmax.to(q.dtype)[:, None, None] * log_n)
+            return (s * math.log(k_len))[None]
+        log_n = torch.isfinite(attn_bias).sum(-1, keepdim=True).clamp(min=1).to(s.dtype).log()  # (B|1, H|1, Tq, 1)
+        return s * log_n
 
     def with_sink(self, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, q_len: int
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:

@@ -8,8 +8,9 @@ Every scheme plugs into one (or more) of four places (the first three are lucidr
 4. ``content_bias`` — add a bias that also reads the tokens: the layer's input, queries and keys (FoX's forget
    gates, CoPE's counts, where position is what the data makes of it);
 
-and one more, for the schemes that change attention's normalisation itself: ``attention_weights`` turns the masked
-logits into weights in place of the softmax (stick-breaking attention). The model calls all of them every time.
+and two more: ``attention_weights`` turns the masked logits into weights in place of the softmax (stick-breaking
+attention), and ``logits`` computes the content logits in place of q·kᵀ/√Dh (RoPE with its relative positions
+remapped at evaluation: ReRoPE, Self-Extend). The model calls all of them every time.
 "No positional encoding" is this base class unchanged: a null object, never an ``if`` in model code.
 """
 
@@ -108,6 +109,14 @@ class PositionalEncoding(nn.Module):
         rotated q (B, H, Tq, Dh), k (B, H, Tk, Dh); None for none. Self-attention only. ``cache`` is the layer's
         incremental-decoding cache (``MultiHeadAttention.extend``: the queries are the last Tq of the Tk tokens),
         where a scheme keeps what it needs of earlier tokens; None on a whole row (Tq = Tk)."""
+        return None
+
+    # The content logits themselves ------------------------------------------------------------
+    def logits(self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
+        """The content logits (B, H, Tq, Tk) of q (B, H, Tq, Dh) and k (B, H, Tk, Dh) as ``rotate`` returned them, at
+        positions q_pos (Tq,) and k_pos (Tk,), in place of q·kᵀ/√Dh; None (this default): q·kᵀ/√Dh, on the fused
+        kernel. Overridden where the logits are not one product of rotated queries and keys: RoPE read with its
+        relative positions remapped beyond a window (``positional.remapping``: ReRoPE, Self-Extend)."""
         return None
 
     # The normalisation: logits -> weights -------------------------------------------------------

@@ -5,11 +5,13 @@ its variants' (``rope_extensions`` builds on ``rope``); the length and LM evalua
 from __future__ import annotations
 
 from pelab.positional.base import PositionalEncoding
+from pelab.positional.remapping import REMAPPINGS, Remapping
 from pelab.positional.rope_extensions import MENU, Variant
 
-MENUS: dict[str, tuple[Variant, ...]] = {"rope_extensions": MENU}  # family name -> its variants
+# family name -> its variants: RoPE's runs with HF's context extensions and the training-free remappings
+MENUS: dict[str, tuple[Variant | Remapping, ...]] = {"rope_extensions": (*MENU, *REMAPPINGS)}
 
 
-def evaluation_variants(pe: PositionalEncoding) -> tuple[Variant, ...]:
+def evaluation_variants(pe: PositionalEncoding) -> tuple[Variant | Remapping, ...]:
     """The variants of ``pe``'s family (none where it names none)."""
     return MENUS.get(pe.variants, ())

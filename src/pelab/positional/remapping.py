@@ -1,0 +1,93 @@
+"""Training-free remappings of RoPE's relative positions, scored beside HF's context extensions (``rope_extensions``):
+a trained ``rope`` model reads a row longer than its training length L with every relative distance d = i − j it
+meets mapped into the range it was trained on, the nearest keys (|d| < w) left exact.
+
+* ``ReRoPE`` (Su 2023, https://kexue.fm/archives/9708; reference bojone/rerope, ``rerope_patch.py``): distances from
+  w on read as w: the logit of a far key is q_i rotated to position w against k_j at position 0.
+* ``SelfExtend`` (Jin et al., ICML 2024, https://arxiv.org/abs/2401.01325, eq. 3–4; reference datamllab/LongLM,
+  ``self_extend_patch/Llama.py``): far keys grouped by floor division by G, the query shifted so that the groups
+  continue from the neighbour window: d → ⌊i/G⌋ − ⌊j/G⌋ + w − ⌊w/G⌋ for d ≥ w (as the reference's flash path
+  computes it, integer division throughout).
+
+pelab's settings, the same for every run: w = L/2, and Self-Extend's G the smallest group size that keeps every
+remapped distance of a row of T tokens under L, ⌊(T − 1)/G⌋ + w − ⌊w/G⌋ ≤ L − 1 (about (T − w)/(L − w): the paper's
+longest reach (L − w)·G + w), so G = 1 and Self-Extend is the trained model for T ≤ L, while ReRoPE changes distances from w on at every length.
+In a bidirectional encoder a key to the right of its query (d < 0) is remapped the mirror way (−d from the query's
+side); the references are causal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from pelab.positional.rope import RotaryPositionalEncoding
+
+
+class RemappedRotary(RotaryPositionalEncoding):
+    """A trained ``rope`` module whose relative distances from ``window`` on are remapped: clamped to ``window``
+    (``group`` None: ReRoPE) or grouped by ``group`` (Self-Extend). Evaluation only; its queries and keys are rotated
+    inside ``logits``, near and far, and the two logits chosen by distance."""
+
+    def __init__(self, trained: RotaryPositionalEncoding, window: int, group: int | None) -> None:
+        super().__init__(d_model=trained.d_model, n_heads=trained.n_heads, causal=trained.causal,
+                         n_layers=trained.n_layers, **vars(trained.options()))
+        self.window, self.group = window, group
+
+    def rotate(self, q, k, q_pos, k_pos):
+        return q, k  # rotated in ``logits``, at the remapped positions
+
+    def _dot(self, q: torch.Tensor, k: torch.Tensor, q_at: torch.Tensor, k_at: torch.Tensor) -> torch.Tensor:
+        q, k = super().rotate(q, k, q_at, k_at)
+        return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
+
+    def far_positions(self, q_pos: torch.Tensor, k_pos: torch.Tensor, sign: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The positions that give a key at distance ``sign``·d ≥ w its remapped distance: (Tq,), (Tk,)."""
+        w = self.window
+        if self.group is None:  # ReRoPE: every far distance reads as w
+            return torch.full_like(q_pos, sign * w), torch.zeros_like(k_pos)
+        g = self.group
+        return q_pos.div(g, rounding_mode="floor") + sign * (w - w // g), k_pos.div(g, rounding_mode="floor")
+
+    def logits(self, q, k, q_pos, k_pos):
+        distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk)
+        out = torch.where(distance.abs() < self.window, self._dot(q, k, q_pos, k_pos),
+                          self._dot(q, k, *self.far_positions(q_pos, k_pos, 1)))
+        if not self.causal:  # keys to the right: the mirror remapping
+            out = torch.where(distance <= -self.window, self._dot(q, k, *self.far_positions(q_pos, k_pos, -1)), out)
+        return out
+
+    def extended(self, **options) -> RotaryPositionalEncoding:
+        raise TypeError("a remapped RoPE module is not extended again: remap the trained module")
+
+
+@dataclass(frozen=True)
+class Remapping:
+    """A row of the evaluation menu (the interface of ``rope_extensions.Variant``): records under split suffix
+    ``suffix``, shown as ``rope+<label>``; ``grouped``: Self-Extend, else ReRoPE."""
+
+    suffix: str
+    label: str
+    grouped: bool
+    identity_within: bool
+
+    def module(self, trained: RotaryPositionalEncoding, length: int, trained_length: int,
+               longest: int) -> RemappedRotary:
+        """The remapping for rows of ``length`` tokens of a model trained on rows of ``trained_length``."""
+        window = max(1, trained_length // 2)
+        return RemappedRotary(trained, window, group_size(length, trained_length, window) if self.grouped else None)
+
+
+def group_size(length: int, trained_length: int, window: int) -> int:
+    """Self-Extend's smallest G whose largest remapped distance in a row of ``length`` tokens,
+    ⌊(length − 1)/G⌋ + w − ⌊w/G⌋, stays below ``trained_length``."""
+    group = max(1, math.ceil((length - window) / max(1, trained_length - window)))
+    while (length - 1) // group + window - window // group > trained_length - 1:
+        group += 1
+    return group
+
+
+REMAPPINGS = (Remapping("_rerope", "ReRoPE", grouped=False, identity_within=False),
+              Remapping("_selfextend", "SelfExtend", grouped=True, identity_within=True))

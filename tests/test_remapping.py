@@ -1,0 +1,131 @@
+"""The training-free remappings of RoPE's distances (``pelab.positional.remapping``): each against its formula and the
+reference's construction, the trained model where they promise it, and in the evaluation menu of every RoPE run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from pelab.model.config import ModelConfig
+from pelab.model.sequence import build_sequence_model
+from pelab.positional import build_positional_encoding, scheme_options
+from pelab.positional.functional import rope_rotate
+from pelab.positional.remapping import REMAPPINGS, Remapping, RemappedRotary
+from pelab.positional.variants import evaluation_variants
+
+RE_ROPE, SELF_EXTEND = REMAPPINGS
+HEAD = 8
+
+
+def trained(causal: bool = True):
+    return build_positional_encoding("rope", d_model=2 * HEAD, n_heads=2, causal=causal)
+
+
+def by_distance(pe, q: torch.Tensor, k: torch.Tensor, distance: torch.Tensor) -> torch.Tensor:
+    """q_iᵀ R(δ_ij) k_j / √d for a matrix of distances δ (Tq, Tk): the query rotated by δ, the key unrotated."""
+    out = torch.empty(*q.shape[:2], *distance.shape)
+    for i in range(distance.shape[0]):
+        for j in range(distance.shape[1]):
+            angle = pe.angles(distance[i, j].reshape(1))  # (1, Dh/2)
+            out[:, :, i, j] = (rope_rotate(q[:, :, i:i + 1], angle) * k[:, :, j:j + 1]).sum(-1)[..., 0]
+    return out / math.sqrt(HEAD)
+
+
+def qk(t: int):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(2, 2, t, HEAD, generator=g), torch.randn(2, 2, t, HEAD, generator=g)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_rerope_reads_every_distance_from_w_on_as_w(causal):
+    pe, (q, k) = trained(causal), qk(13)
+    remapped = RemappedRotary(pe, window=4, group=None)
+    pos = torch.arange(13)
+    d = pos[:, None] - pos[None, :]
+    expected = by_distance(pe, q, k, d.clamp(-4, 4))  # min(d, w), and max(d, −w) to the right
+    if causal:
+        expected = torch.where(d < 0, remapped.logits(q, k, pos, pos), expected)  # masked anyway in a causal model
+    assert_close(remapped.logits(q, k, pos, pos), expected, atol=1e-5, rtol=1e-5)
+
+
+def reference_neighbour_mask(t: int, window: int) -> torch.Tensor:
+    """datamllab/LongLM's neighbour mask for a whole row (q_len = kv_seq_len), as its Llama patch builds it."""
+    mask = torch.tril(torch.ones(t, t))
+    if t - window > 0:
+        mask[window:, :-window] -= torch.tril(torch.ones(t - window, t - window))
+    return mask.bool()
+
+
+def test_self_extend_is_the_references_neighbour_and_group_logits():
+    pe, (q, k) = trained(), qk(21)
+    window, group = 6, 3
+    remapped = RemappedRotary(pe, window=window, group=group)
+    pos = torch.arange(21)
+    d = pos[:, None] - pos[None, :]
+    near = reference_neighbour_mask(21, window)
+    grouped = pos[:, None] // group - pos[None, :] // group + window - window // group
+    expected = by_distance(pe, q, k, torch.where(near, d, grouped))
+    causal = d >= 0  # the reference's causal mask: the entries that count
+    assert_close(remapped.logits(q, k, pos, pos)[..., causal], expected[..., causal], atol=1e-5, rtol=1e-5)
+
+
+def test_self_extend_mirrors_to_the_right_in_an_encoder():
+    pe, (q, k) = trained(False), qk(15)
+    remapped = RemappedRotary(pe, window=4, group=2)
+    pos = torch.arange(15)
+    d = pos[:, None] - pos[None, :]
+    left = pos[:, None] // 2 - pos[None, :] // 2 + 2
+    right = pos[:, None] // 2 - pos[None, :] // 2 - 2
+    expected = by_distance(pe, q, k, torch.where(d.abs() < 4, d, torch.where(d > 0, left, right)))
+    assert_close(remapped.logits(q, k, pos, pos), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("length", [64, 100, 256, 512])
+def test_the_settings_keep_every_remapped_distance_under_l_and_self_extend_is_the_model_up_to_l(length):
+    trained_length = 64
+    for remapping in REMAPPINGS:
+        pe = remapping.module(trained(), length, trained_length, 512)
+        assert pe.window == 32
+        pos = torch.arange(length)
+        q_at, k_at = pe.far_positions(pos, pos, 1)
+        d = pos[:, None] - pos[None, :]
+        far = q_at[:, None] - k_at[None, :]
+        assert int(torch.where(d >= pe.window, far, d).max()) < trained_length
+    assert SELF_EXTEND.module(trained(), 64, 64, 512).group == 1
+    assert SELF_EXTEND.identity_within and not RE_ROPE.identity_within
+
+
+def test_a_remapped_model_reads_as_its_formula_whole_and_token_by_token():
+    """On a causal model: within w (ReRoPE) or L (Self-Extend) the trained model; the whole row equals incremental
+    decoding (the cache keeps its keys' positions), as every LM evaluation reads it."""
+    model = build_sequence_model("rope", 11, ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32),
+                                 scheme_options("rope"), 0, causal=True).eval()
+    x = torch.randint(0, 11, (2, 40), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        plain, _ = model(x)
+        for remapping, same_up_to in ((RE_ROPE, 8), (SELF_EXTEND, 16)):
+            for length in (same_up_to, 40):
+                read = model.with_positional(remapping.module(model.pe, length, 16, 40))
+                whole, _ = read(x[:, :length])
+                caches, pos = read.new_caches(), torch.arange(length)
+                steps = [read.extend(x[:, :3], caches, pos[:3])]
+                steps += [read.extend(x[:, t:t + 1], caches, pos[:t + 1]) for t in range(3, length)]
+                assert_close(torch.cat(steps, 1), whole, atol=2e-5, rtol=1e-5)
+                if length == same_up_to:
+                    assert_close(whole, plain[:, :length], atol=2e-5, rtol=1e-5)
+                else:
+                    assert not torch.allclose(whole, plain[:, :length], atol=1e-3)
+
+
+def test_every_rope_run_is_scored_with_both_and_xpos_and_partial_rope_with_neither():
+    menu = evaluation_variants(trained())
+    assert [v.suffix for v in menu][-2:] == ["_rerope", "_selfextend"]
+    assert all(isinstance(v, Remapping) for v in menu[-2:])
+    assert not evaluation_variants(build_positional_encoding("xpos", d_model=16, n_heads=2, causal=True))
+    partial = build_positional_encoding("rope", d_model=16, n_heads=2, options={"partial_rotary_factor": 0.5})
+    assert not evaluation_variants(partial)
+    with pytest.raises(TypeError, match="not extended again"):
+        RE_ROPE.module(trained(), 40, 16, 40).extended(interpolation_factor=2.0)
