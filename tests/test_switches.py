@@ -199,3 +199,6 @@ def test_the_report_reads_each_switched_scheme_against_its_base_paired_by_seed()
            "seeds)." in text
     assert "arxiv.org/abs/2501.19399" in text
     assert switch_reading(records, "lm", ["rope_ssmax"], [("at_4L", "ppl_sliding", "x", True)]) == ""  # no base
+    same = records.assign(value=1.0)  # ties are counted as such, and a zero difference has no sign
+    assert "1.000 → 1.000, +0.000 [+0.000, +0.000] (lower on 0, equal on 5 of 5 seeds)" in switch_reading(
+        same, "lm", ["rope", "rope_ssmax"], [("at_4L", "ppl_sliding", "ppl at 256", True)])

@@ -41,9 +41,11 @@ def switch_reading(records: pd.DataFrame, task: str, schemes: list[str],
             diff = [mine[k] - theirs[k] for k in paired]
             s = summarize(diff)
             better = sum((d < 0) if lower else (d > 0) for d in diff)
-            interval = f" [{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]" if len(paired) > 1 else ""
+            equal = sum(d == 0 for d in diff)
+            interval = f" [{s['ci_low'] + 0.0:+.3f}, {s['ci_high'] + 0.0:+.3f}]" if len(paired) > 1 else ""
+            ties = f", equal on {equal}" if equal else ""
             said.append(f"{label} {np.mean([theirs[k] for k in paired]):.3f} → {np.mean([mine[k] for k in paired]):.3f}"
-                        f", {s['mean']:+.3f}{interval} ({'lower' if lower else 'higher'} on {better} of "
+                        f", {s['mean'] + 0.0:+.3f}{interval} ({'lower' if lower else 'higher'} on {better}{ties} of "
                         f"{len(paired)} seeds)")
         if said:
             switches = " and ".join(POSITIONAL_ENCODINGS[scheme].switches)
