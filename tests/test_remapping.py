@@ -129,3 +129,22 @@ def test_every_rope_run_is_scored_with_both_and_xpos_and_partial_rope_with_neith
     assert not evaluation_variants(partial)
     with pytest.raises(TypeError, match="not extended again"):
         RE_ROPE.module(trained(), 40, 16, 40).extended(interpolation_factor=2.0)
+
+
+def test_the_length_study_scores_the_remappings_in_its_decoder_only(tmp_path):
+    """Causal only, as the references: an encoder's rope runs keep HF's extensions and the temperature."""
+    from conftest import smoke_raw
+
+    from pelab.params import parse_params
+    from pelab.tasks import get_task
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import evaluate
+
+    task = get_task("reverse")
+    cfg = parse_params(smoke_raw(tasks=[], length_tasks=["reverse"], length_schemes=["rope"])).task("reverse")
+    task.prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))
+    rows = evaluate(cfg, model, data, torch.device("cpu"), causal=False, row_length=lambda n: task.row_length(cfg.data, n))
+    splits = {r["split"] for r in rows}
+    assert "test_pi" in splits and "test_yarn" in splits and not {"test_rerope", "test_selfextend"} & splits

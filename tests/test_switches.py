@@ -158,6 +158,7 @@ def test_the_registered_switched_schemes_are_rope_with_one_switch_each():
     for name, switch in (("rope_ssmax", "ssmax"), ("rope_sink", "sink"), ("rope_gate", "gate")):
         cls = POSITIONAL_ENCODINGS[name]
         assert cls.switches == (switch,) and issubclass(cls, POSITIONAL_ENCODINGS["rope"])
+        assert cls.variants == ""  # read as trained and with the temperature; the extension menu reads rope
         model = model_of(name, True)
         assert all(layer.attn.switches.names == (switch,) for layer in model.encoder.layers)
         plain = model_of("rope", True)

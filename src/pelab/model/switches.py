@@ -1,14 +1,13 @@
 """Switches against attention dilution: changes to self-attention that compose with every positional scheme.
 
 A scheme turns them on by naming them (``PositionalEncoding.switches``: ``rope_ssmax`` is RoPE with SSMax; the names
-and references: ``positional.switched.SWITCHES``); the
-model builders install them into every self-attention layer (``install``), with their parameters drawn from a
-stream of their own, so that a switched model shares every other initial weight with its scheme's. Cross-attention
+and references: ``positional.switched.SWITCHES``); the model builders install them into every self-attention layer
+(``install``), with their parameters drawn from a stream of their own, so that a switched model shares every other initial weight with its scheme's. Cross-attention
 (the translation decoder's) has none. Each acts where its reference puts it:
 
 - ``ssmax``, Scalable-Softmax (Nakanishi 2025, https://arxiv.org/abs/2501.19399, eq. 2): the logits of a query that
-  sees n keys are scaled by s·log n, s learned per layer and head (initial 0.43, the paper's; as the unofficial
-  implementation gdevos010/Scalable-Softmax). Applied to the queries after the scheme's rotation, as Llama 4's
+  sees n keys are scaled by s·log n, s learned per layer and head (initial 0.43: the default of the unofficial
+  implementation gdevos010/Scalable-Softmax, which gives it as the paper's). Applied to the queries after the scheme's rotation, as Llama 4's
   attention temperature and the paper's attention form softmax((s log n) q Kᵀ/√d) do: a scheme's logit bias is
   added unscaled. n counts the keys the masks leave the query (causal, window, padding), so it is the same in
   training and at evaluation of every row, and in a causal model it carries the query's position.

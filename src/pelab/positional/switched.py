@@ -15,7 +15,7 @@ SWITCHES: dict[str, str] = {
 }
 
 _SAYS = {
-    "ssmax": "SSMax: each query's logits scaled by s·log n (n the keys it sees, s learned per head, from 0.43)",
+    "ssmax": "SSMax: each query's logits scaled by s·log n (n the keys it sees, s learned per layer and head, from 0.43)",
     "sink": "a learned sink logit per head (a key with no value: the weights may sum to less than 1)",
     "gate": "a sigmoid output gate per head and channel, from the query's hidden state",
 }
@@ -40,6 +40,7 @@ def with_switches(name: str, scheme: type[PositionalEncoding], *switches: str) -
         says = "; ".join(_SAYS[s] for s in names)
         return f"{own.rstrip('.') + '; ' if own else ''}{says} ({'; '.join(SWITCHES[s] for s in names)})."
 
+    # read as trained and with the temperature: the extension menu reads the scheme itself (the suite's time)
     return type(f"{title}PositionalEncoding", (scheme,), {
-        "switches": names, "describe": describe, "__module__": f"pelab.positional.{name}",
+        "switches": names, "describe": describe, "variants": "", "__module__": f"pelab.positional.{name}",
         "__doc__": f"``{name}``: ``{scheme.__name__}`` with {' and '.join(names)} (``pelab.model.switches``)."})
