@@ -495,15 +495,14 @@ def test_rope_runs_are_also_scored_with_every_extension_of_the_menu(tmp_path, mo
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
     assert model.pe.base == base and model.pe.base_rescale_factor == model.pe.interpolation_factor == 1.0  # unchanged
     n_max, train_max = cfg.data.test_max, cfg.data.train_max
-    for split in ("test_pi", "test_ntk", "test_dynamic", "test_logn", "test_selfextend"):  # the trained model within N
+    for split in ("test_pi", "test_ntk", "test_dynamic", "test_logn"):  # the trained model within N: beyond it only
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(train_max + 1, n_max + 1))
-    for split in ("test_yarn", "test_llama3", "test_rerope"):  # they change the model within N too
+    for split in ("test_yarn", "test_llama3"):  # they change the model within N too
         assert sorted({r["length"] for r in rows if r["split"] == split}) == list(range(1, n_max + 1))
     assert {r["split"] for r in rows if r["length"] == "all"} == {
         "in", "beyond", "beyond_pi", "beyond_ntk", "beyond_dynamic", "in_yarn", "beyond_yarn", "in_llama3",
-        "beyond_llama3", "in_rerope", "beyond_rerope", "beyond_selfextend", "task", "effective", "effective_pi",
-        "effective_ntk", "effective_dynamic", "effective_yarn", "effective_llama3", "effective_rerope",
-        "effective_selfextend", "beyond_logn", "effective_logn"}
+        "beyond_llama3", "task", "effective", "effective_pi", "effective_ntk", "effective_dynamic", "effective_yarn",
+        "effective_llama3", "beyond_logn", "effective_logn"}
     # interpolation maps the longest test row into the trained rows' range of positions
     trained, longest = task.row_length(cfg.data, train_max), task.row_length(cfg.data, n_max)
     pi = model.pe.extended(interpolation_factor=longest / trained)
@@ -515,11 +514,9 @@ def test_rope_runs_are_also_scored_with_every_extension_of_the_menu(tmp_path, mo
     read_with, real = [], length_evaluate.answer_scores
     monkeypatch.setattr(length_evaluate, "answer_scores", lambda m, *a, **k: read_with.append(m.pe) or real(m, *a, **k))
     evaluate(cfg, model, data, torch.device("cpu"), causal=True, row_length=lambda n: task.row_length(cfg.data, n))
-    # plain; PI, NTK, dynamic, Self-Extend, the temperature; yarn, llama3, ReRoPE
-    assert len(read_with) == n_max + 5 * (n_max - train_max) + 3 * n_max
-    last = read_with[-len(MENU) - 3:]  # the longest row: the extensions in the menu's order, ReRoPE, Self-Extend, logn
-    assert [type(pe).__name__ for pe in last[-3:-1]] == ["RemappedRotary", "RemappedRotary"]
-    last = last[:len(MENU)] + last[-1:]
+    # plain; PI, NTK, dynamic, the temperature; yarn, llama3
+    assert len(read_with) == n_max + 4 * (n_max - train_max) + 2 * n_max
+    last = read_with[-len(MENU) - 1:]  # the longest row: every extension in the menu's order, then the temperature
     assert read_with[0] is model.pe and all(type(pe) is ExtendedRotary for pe in last[:-1])
     assert last[-1].temperature == pytest.approx(math.log(longest) / math.log(trained))
     for variant, pe in zip(MENU, last):

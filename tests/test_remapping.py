@@ -131,8 +131,8 @@ def test_every_rope_run_is_scored_with_both_and_xpos_and_partial_rope_with_neith
         RE_ROPE.module(trained(), 40, 16, 40).extended(interpolation_factor=2.0)
 
 
-def test_the_length_study_scores_the_remappings_in_its_decoder_only(tmp_path):
-    """Causal only, as the references: an encoder's rope runs keep HF's extensions and the temperature."""
+def test_the_length_study_leaves_the_remappings_to_the_lm(tmp_path):
+    """The LM scores them (perplexity and passkey beyond L); the length study's rope runs keep HF's extensions."""
     from conftest import smoke_raw
 
     from pelab.params import parse_params
@@ -146,5 +146,6 @@ def test_the_length_study_scores_the_remappings_in_its_decoder_only(tmp_path):
     data = length_data.load(tmp_path / "data")
     model = task.build_model(cfg.model, "rope", cfg.options("rope"), 0, task.data_info(data))
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=False, row_length=lambda n: task.row_length(cfg.data, n))
+    # (the decoder's menu is the same: tests/test_length.py counts every extension it reads)
     splits = {r["split"] for r in rows}
     assert "test_pi" in splits and "test_yarn" in splits and not {"test_rerope", "test_selfextend"} & splits

@@ -110,7 +110,9 @@ def test_the_registries_conf_and_dvc_yaml_agree(repo_root):
     assert set(scheme_names()) == set(full["positional"]) and set(full["length"]["positional"]) <= set(scheme_names())
     assert set(full["lm_schemes"]) == set(full["lm"]["positional"])
     # xpos, causal only, is left out of the full length study, whose tasks are bidirectional too
-    assert set(scheme_names()) - set(full["pe"]["schemes"]) - set(full["length_schemes"]) == {"xpos"}
+    assert set(scheme_names()) - set(full["pe"]["schemes"]) - set(full["length_schemes"]) == {
+        "xpos", "rope_ssmax", "rope_sink", "rope_gate"}  # xpos and the switched ropes: in the LM
+    assert {"xpos", "rope_ssmax", "rope_sink", "rope_gate"} <= set(full["lm_schemes"])
     for scheme in full["pe"]["schemes"]:  # `-S pe=<scheme>` (the length study lists its schemes instead)
         assert (repo_root / "conf" / "pe" / f"{scheme}.yaml").exists(), scheme
     code = {dep for _, stage, _ in STAGES for dep in stage.get("deps", []) if dep.startswith(("src/", "stages/"))}

@@ -12,8 +12,9 @@ meets mapped into the range it was trained on, the nearest keys (|d| < w) left e
 pelab's settings, the same for every run: w = L/2, and Self-Extend's G the smallest group size that keeps every
 remapped distance of a row of T tokens under L, ⌊(T − 1)/G⌋ + w − ⌊w/G⌋ ≤ L − 1 (about (T − w)/(L − w): the paper's
 longest reach (L − w)·G + w), so G = 1 and Self-Extend is the trained model for T ≤ L, while ReRoPE changes distances from w on at every length.
-The length study and the LM score them in causal models only, as the references run them (``Remapping.causal_only``);
-``RemappedRotary`` remaps a key to the right of its query (d < 0) the mirror way where it is built bidirectional.
+The LM scores them (perplexity and passkey retrieval beyond L, as their papers judge them); the length study does not
+(``Remapping.in_length_study``: the suite's time). ``RemappedRotary`` remaps a key to the right of its query (d < 0)
+the mirror way where it is built bidirectional (the references are causal).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class Remapping:
     label: str
     grouped: bool
     identity_within: bool
-    causal_only: bool = True  # the references are causal: encoders keep HF's extensions only
+    in_length_study: bool = False  # scored in the LM (perplexity, passkey), as their papers judge them; not the length study
 
     def module(self, trained: RotaryPositionalEncoding, length: int, trained_length: int,
                longest: int) -> RemappedRotary:

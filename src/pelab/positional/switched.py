@@ -1,6 +1,6 @@
 """A scheme with switches against attention dilution (``pelab.model.switches``): the scheme's positions unchanged,
 the model's self-attention switched. ``rope_ssmax``, ``rope_sink`` and ``rope_gate`` (a module each) put each
-switch beside plain ``rope`` in the length and LM studies; another pair is one module of one line, as they are.
+switch beside plain ``rope`` in the LM study; another pair is one module of one line, as they are.
 """
 
 from __future__ import annotations
