@@ -138,6 +138,7 @@ class Variant:
     rope_type: str
     factor_at: str
     identity_within: bool
+    in_length_study: bool = True  # scored in the length study too (the remappings are the LM's)
 
     def factor(self, length: int, trained_length: int, longest: int) -> float:
         """s for rows of ``length`` tokens."""

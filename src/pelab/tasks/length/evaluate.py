@@ -140,7 +140,7 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             by_range.setdefault(where, {}).setdefault(metric, []).append(value)
 
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
-    menu = (*(v for v in evaluation_variants(model.pe) if getattr(v, "in_length_study", True)),
+    menu = (*(v for v in evaluation_variants(model.pe) if v.in_length_study),
             TEMPERATURE)  # the scheme's own (RoPE's HF extensions; the remappings are the LM's); the temperature
     # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
