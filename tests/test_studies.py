@@ -127,3 +127,42 @@ def test_a_study_list_that_is_not_a_list_stops_composition_and_set_fills_a_null_
     StudyRecord.set(raw, "tune.length_tasks", ["reverse"])
     StudyRecord.set(raw, "pe.schemes", ["rope"])
     assert raw == {"tune": {"length_tasks": ["reverse"]}, "pe": {"selected": {"rope": "rope"}, "schemes": ["rope"]}}
+
+
+def test_a_length_task_runs_with_a_list_of_its_own_and_the_report_reads_it_back():
+    """`length_task_schemes` gives a task its own schemes in place of `length_schemes` (the quick profile's window on
+    PoPE's task); every reader (`schemes_of`: runner, aggregate, report) sees it, and the report's `Study` too. An entry
+    for a registered task the study does not list now is left out, so `-S 'length_tasks=[reverse]'` keeps working."""
+    import json
+
+    from pelab.report.study import Study
+
+    raw = smoke_raw(length_tasks=["reverse", "indirect_causal"], length_schemes=["none", "rope"],
+                    length_task_schemes={"indirect_causal": ["rope", "pope"], "count_causal": ["cope"]})
+    params = parse_params(raw, check_cuda=False)
+    assert params.schemes_of("reverse") == ("none", "rope")
+    assert params.schemes_of("indirect_causal") == ("rope", "pope")
+    assert params.studies["length"].task_schemes == (("indirect_causal", ("rope", "pope")),)
+    assert params.with_study_schemes("length") == ("reverse",)
+    assert tuple(params.task("indirect_causal").positional) == ("rope", "pope")  # its schemes' options only
+    study = Study(json.loads(json.dumps(params.to_dict())))
+    assert study.schemes_of("indirect_causal") == ("rope", "pope") and study.with_study_schemes("length") == ("reverse",)
+    assert parse_params(smoke_raw(length_tasks=["reverse"], length_schemes=["none"]),
+                        check_cuda=False).studies["length"].task_schemes == ()  # absent: no task has its own list
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"length_task_schemes": ["rope"]}, "length_task_schemes must map a task to its schemes, e.g. "),
+    ({"length_task_schemes": {"reversed": ["rope"]}}, "unknown task 'reversed'; valid choices: reverse, "),
+    ({"length_task_schemes": {"reverse": ["rotary"]}}, "unknown positional scheme 'rotary'; valid choices: none, "),
+    ({"length_task_schemes": {"reverse": []}}, "length_task_schemes.reverse is empty; list at least one scheme"),
+    ({"length_task_schemes": {"reverse": "rope"}}, "length_task_schemes.reverse must be a list, e.g. "),
+    ({"length_task_schemes": {"copy": ["rope"]}}, "task 'copy' is in length_tasks but belongs to the main study"),
+    ({"lm_task_schemes": {"lm": ["rope"]}}, "lm_task_schemes is not read: the lm study runs every task with every "
+                                            "scheme of lm_schemes; set that list instead"),
+])
+def test_a_bad_list_of_a_task_s_own_is_one_line_naming_it(change, words):
+    raw = smoke_raw(length_tasks=["reverse"], length_schemes=["none"], lm_tasks=["lm"], lm_schemes=["none"], **change)
+    with pytest.raises(ValueError) as error:
+        parse_params(raw, check_cuda=False)
+    assert str(error.value).startswith(words) and "\n" not in str(error.value), str(error.value)

@@ -184,6 +184,7 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
         study.set(raw, study.tasks_key, [task_name] if study is home else [])
         study.set(raw, study.tune_key, [])
     home.set(raw, home.schemes_key, [scheme])
+    raw.pop(home.task_schemes_key or "", None)  # no task's own list either
     raw["seeds"] = [seed]
     if steps is not None:
         raw.setdefault(task.params_section, {}).setdefault("train", {})["steps"] = steps

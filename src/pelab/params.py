@@ -59,7 +59,8 @@ class Params(StudyLists):
                     "positional": {scheme: asdict(options) for scheme, options in cfg.positional.items()}}
 
         return {"profile": self.profile, "seeds": list(self.seeds), "reference": self.reference,
-                "studies": {name: {"tasks": list(v.tasks), "schemes": list(v.schemes)}
+                "studies": {name: {"tasks": list(v.tasks), "schemes": list(v.schemes),
+                                   "task_schemes": {t: list(s) for t, s in v.task_schemes}}
                             for name, v in self.studies.items()},
                 "tune": {"scales": list(self.tune.scales), "seed": self.tune.seed, "tasks": list(self.tune.tasks)},
                 "task_configs": {name: task_dict(cfg) for name, cfg in self.task_configs.items()}}
@@ -88,7 +89,14 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
             raise ValueError(f"{study.schemes_key} is empty while {study.tasks_key} is not; list at least one scheme, "
                              f"e.g. '{study.schemes_key}=[none,rope]', or leave the study out with "
                              f"'{study.tasks_key}=[]'")
-        lists[study.name] = StudyValues(study_tasks, study_schemes)
+        own = {}  # a task's own list; an entry for a task the study does not list now is checked and left
+        for name, schemes in study.task_schemes_in(raw).items():
+            check_task_in(study, name)
+            own[name] = scheme_list(f"{study.task_schemes_key}.{name}", schemes)
+            if not own[name]:
+                raise ValueError(f"{study.task_schemes_key}.{name} is empty; list at least one scheme, e.g. "
+                                 f"'{study.task_schemes_key}.{name}=[none,rope]', or remove the entry")
+        lists[study.name] = StudyValues(study_tasks, study_schemes, tuple((t, own[t]) for t in study_tasks if t in own))
     seeds = tuple(raw.get("seeds") or ())
     if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")
@@ -116,8 +124,8 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
         if task.section is not None and name in raw:
             raise ValueError(f"params section {name!r}: task {name!r} reads the {task.section!r} section; move its "
                              f"settings there")
-        study_schemes = next(v.schemes for v in lists.values() if name in v.tasks)
-        task_configs[name] = task.config(raw.get(task.params_section), study_schemes, positional_raw)
+        task_schemes = next(v.schemes_of(name) for v in lists.values() if name in v.tasks)
+        task_configs[name] = task.config(raw.get(task.params_section), task_schemes, positional_raw)
     return Params(
         profile=str(raw.get("profile", "custom")), studies=lists, seeds=seeds, device=device,
         reference=reference, task_configs=task_configs,

@@ -15,6 +15,12 @@ class StudyValues:
 
     tasks: tuple[str, ...] = ()
     schemes: tuple[str, ...] = ()
+    # (task, its schemes) for each task run with a list of its own in place of ``schemes`` (a profile's window on a
+    # task: the quick profile runs PoPE's task with the schemes its paper compares only)
+    task_schemes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def schemes_of(self, task: str) -> tuple[str, ...]:
+        return dict(self.task_schemes).get(task, self.schemes)
 
 
 class StudyLists:
@@ -50,8 +56,13 @@ class StudyLists:
         raise ValueError(f"task {task!r} is in no study's list; valid choices: {', '.join(self.tasks)}")
 
     def schemes_of(self, task: str) -> tuple[str, ...]:
-        """The schemes ``task`` is run with: those of its own study."""
-        return self.studies[self.home_of(task)].schemes
+        """The schemes ``task`` is run with: its own list where its study gives it one, else its study's."""
+        return self.studies[self.home_of(task)].schemes_of(task)
+
+    def with_study_schemes(self, study: str) -> tuple[str, ...]:
+        """The tasks of ``study`` run with its whole list of schemes (those a ranking across its tasks compares)."""
+        values = self.studies.get(study, StudyValues())
+        return tuple(t for t in values.tasks if values.schemes_of(t) == values.schemes)
 
     def task(self, name: str) -> Any:
         if name not in self.task_configs:
@@ -80,6 +91,9 @@ class StudyRecord:
     schemes_key: str = ""  # the params list of its schemes (dotted)
     select: str = ""  # the override that runs a subset of its schemes (`pe=[rope,t5]`: pe is a config group)
     tune_key: str = ""  # the params list of its tuned tasks (a subset of tasks_key)
+    # the params mapping {task: its schemes} of the tasks run with a list of their own (`length_task_schemes`); None
+    # for a study with a stage per (task, scheme), whose DVC matrix crosses every task with every scheme
+    task_schemes_key: str | None = ""
     package: str | None = ""  # its tasks' package (pelab/tasks/<package>, or a top-level package of that name) and
     # the params section every task shares, default: the name; None: each task is its own package and section
     suffix: str | None = None  # its stage groups: prepare<suffix>, run<suffix>, tune<suffix>
@@ -90,7 +104,8 @@ class StudyRecord:
 
     def __post_init__(self) -> None:
         derived = {"tasks_key": f"{self.name}_tasks", "schemes_key": f"{self.name}_schemes",
-                   "tune_key": f"tune.{self.name}_tasks", "package": self.name}
+                   "tune_key": f"tune.{self.name}_tasks", "package": self.name,
+                   "task_schemes_key": None if self.per_scheme else f"{self.name}_task_schemes"}
         for key, value in derived.items():
             if getattr(self, key) == "":
                 object.__setattr__(self, key, value)
@@ -130,6 +145,21 @@ class StudyRecord:
         for part in key.split("."):
             node = (node or {}).get(part) if isinstance(node or {}, dict) else None
         return as_list(key, node)
+
+    def task_schemes_in(self, params: dict[str, Any]) -> dict[str, list[str]]:
+        """{task: its own schemes} in composed ``params`` ({} where absent); one line where it is not such a mapping, or
+        where the study has a stage per (task, scheme) and cannot give a task a list of its own."""
+        key = self.task_schemes_key or f"{self.name}_task_schemes"
+        node = params.get(key)
+        if self.task_schemes_key is None:
+            if node:
+                raise ValueError(f"{key} is not read: the {self.name} study runs every task with every scheme of "
+                                 f"{self.schemes_key}; set that list instead")
+            return {}
+        if node is not None and not isinstance(node, dict):
+            raise ValueError(f"{key} must map a task to its schemes, e.g. '{key}={{indirect_causal: [rope,pope]}}', "
+                             f"got {node!r}")
+        return {str(task): as_list(f"{key}.{task}", schemes) for task, schemes in (node or {}).items()}
 
     def schemes_in(self, params: dict[str, Any]) -> list[str]:
         """Its schemes in composed ``params``; [] when it has no task there (the study is off)."""

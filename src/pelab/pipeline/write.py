@@ -220,8 +220,8 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
     """A run and a tune stage per task, each running every scheme of the study's list: DVC foreach over its tasks.
     They read the list itself and every scheme's options (the whole ``positional`` sections)."""
     section = study.package or ITEM
-    read = ["seeds", study.schemes_key, f"{section}.model", f"{section}.train", f"{section}.eval", "positional",
-            f"{section}.positional"]
+    read = ["seeds", study.schemes_key, study.task_schemes_key, f"{section}.model", f"{section}.train",
+            f"{section}.eval", "positional", f"{section}.positional"]
     return {
         study.stage("run"): {
             "foreach": f"${{{study.tasks_key}}}",
@@ -254,7 +254,7 @@ def root_stages() -> dict[str, dict[str, Any]]:
     from pelab.tasks import task_names
 
     sections = list(dict.fromkeys(study_of_task(t).package or t for t in task_names()))
-    study_keys = [k for s in STUDIES for k in (s.tasks_key, s.schemes_key)]
+    study_keys = [k for s in STUDIES for k in (s.tasks_key, s.schemes_key, s.task_schemes_key) if k]
     return {
         "check": {
             "cmd": f"python stages/check.py --out {CHECKED}",

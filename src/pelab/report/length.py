@@ -67,7 +67,11 @@ def section(ctx: ReportContext) -> list[str]:
     if not tasks:
         return []
     records, variants = with_variants(ctx.records[ctx.records["task"].isin(tasks)])
-    schemes = list(ctx.params.schemes_of(tasks[0]))
+    # every scheme a task runs with: the study's list, then those of the tasks with a list of their own
+    schemes = list(dict.fromkeys([*ctx.params.studies[STUDY].schemes, *(s for t in tasks
+                                                                         for s in ctx.params.schemes_of(t))]))
+    ranked = [t for t in tasks if t in ctx.params.with_study_schemes(STUDY)]  # run with the study's whole list
+    own = {t: ctx.params.schemes_of(t) for t in tasks if t not in ranked}
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: ctx.fact(t, "chance") for t in tasks}  # per answer symbol, as evaluation recorded it
@@ -97,12 +101,13 @@ def section(ctx: ReportContext) -> list[str]:
         return [f"`{name}`"] + [spread_over_seeds(seed_values(records, t, name, "effective", "input_length"), 1)
                                 for t in tasks]
 
-    beyond = records[(records["task"].isin(tasks)) & (records["split"] == "beyond")
+    beyond = records[(records["task"].isin(ranked)) & (records["split"] == "beyond")
                      & (records["metric"] == "token_accuracy") & (records["length"] == "all")]
-    rank = ranking(beyond[beyond["pe"].isin(schemes)][["task", "pe", "seed", "value"]])
+    study_schemes = ctx.params.studies[STUDY].schemes
+    rank = ranking(beyond[beyond["pe"].isin(study_schemes)][["task", "pe", "seed", "value"]]) if ranked else None
     rank_rows = [[f"`{s}`", f"{r['mrr']:.3f}",
                   f"{r['mrr_mean']:.3f} ± {0 if r['mrr_sd'] != r['mrr_sd'] else r['mrr_sd']:.3f}", f"{r['first']:.2f}"]
-                 for s, r in rank.iterrows()]
+                 for s, r in (rank.iterrows() if rank is not None else ())]
     longest_trained = int(max(ctx.fact(t, "longest_trained_row") for t in tasks))
     longest_eval = int(max(ctx.fact(t, "longest_eval_row") for t in tasks))
     notes = scheme_choices(ctx, tasks[0], schemes, Usage("the length study", longest_trained, longest_eval,
@@ -131,13 +136,15 @@ def section(ctx: ReportContext) -> list[str]:
         counting_cap=next((round(1 / chance[t]) - 1 for t in tasks if problem_of(t) == "count"), None),
         counting_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
                          if problem_of(t) == "count"},
-        readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(tasks), image=ctx.image,
+        readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(ranked), own=own, image=ctx.image,
         layouts=[text for t in tasks if (text := layout_reading(
-            records, ctx.cfg(t), t, schemes, "beyond", "token_accuracy", "token accuracy beyond N", False,
-            causal=ctx.fact(t, "causal") == 1.0))] + [text for t in tasks if (text := length_theta_reading(
-                records, ctx.cfg(t), t, schemes, int(ctx.fact(t, "longest_trained_row")),
+            records, ctx.cfg(t), t, list(ctx.params.schemes_of(t)), "beyond", "token_accuracy",
+            "token accuracy beyond N", False, causal=ctx.fact(t, "causal") == 1.0))] + [
+            text for t in tasks if (text := length_theta_reading(
+                records, ctx.cfg(t), t, list(ctx.params.schemes_of(t)), int(ctx.fact(t, "longest_trained_row")),
                 int(ctx.fact(t, "longest_eval_row"))))] + [text for t in tasks if (text := switch_reading(
-                    records, t, schemes, [("in", "token_accuracy", "token accuracy within N", False),
+                    records, t, list(ctx.params.schemes_of(t)),
+                    [("in", "token_accuracy", "token accuracy within N", False),
                                           ("beyond", "token_accuracy", "beyond N", False)]))],
         token_figure=TOKEN_FIGURE, exact_figure=EXACT_FIGURE,
         rank_table=markdown_table(["scheme", "MRR", "MRR per seed", "share first"], rank_rows))

@@ -40,7 +40,9 @@ class Study(StudyLists):
         self.profile: str = raw["profile"]
         self.reference: str = raw["reference"]
         self.seeds: tuple[int, ...] = tuple(raw["seeds"])
-        self.studies = {name: StudyValues(tuple(v["tasks"]), tuple(v["schemes"])) for name, v in raw["studies"].items()}
+        self.studies = {name: StudyValues(tuple(v["tasks"]), tuple(v["schemes"]),
+                                          tuple((t, tuple(s)) for t, s in (v.get("task_schemes") or {}).items()))
+                        for name, v in raw["studies"].items()}
         self.tune = _namespace(raw.get("tune") or {"scales": [1.0], "seed": 0, "tasks": []})
         self.task_configs = {name: TaskView(name, cfg) for name, cfg in raw["task_configs"].items()}
 

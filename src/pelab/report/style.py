@@ -174,7 +174,7 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
             ax.set_xlim(0.5, rows["length"].max() + 0.5)
             ax.set_ylim(-0.03, 1.03)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # lengths are whole tokens
-        for scheme in named:
+        for scheme in (s for s in named if (rows["pe"] == s).any()):  # a task's own list may leave a scheme out
             stats = seed_band(rows[rows["pe"] == scheme], "length")
             band(ax, stats["length"], stats, colours[scheme], scheme, marker="o", ms=3, lw=1.6, ls=line_style(scheme))
         if chance and name in chance:  # a level, or one per length (recall's in-context floor)
