@@ -356,7 +356,7 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
     by_variant = {suffix: [(lengths[0], pe) for s, lengths, pe in calls[1:] if s == suffix]
                   for suffix, _, _ in calls[1:]}
     expected = {"_pi": [120, 480], "_ntk": [120, 480], "_dynamic": [120, 480], "_yarn": [60, 120, 480],
-                "_llama3": [60, 120, 480], "_rerope": [60, 120, 480], "_selfextend": [120, 480],
+                "_llama3": [60, 120, 480], "_rerope": [60, 120, 480], "_selfextend": [120, 480], "_streaming": [120, 480],
                 "_logn": [120, 480]}  # and the temperature, for every scheme
     assert {suffix: [t for t, _ in found] for suffix, found in by_variant.items()} == expected
     assert [pe.temperature for _, pe in by_variant["_logn"]] == pytest.approx([math.log(120) / math.log(60),
@@ -371,6 +371,7 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
     # the remappings: w = L/2 at every length; Self-Extend's group keeps each remapped distance below L
     assert [(pe.window, pe.group) for _, pe in by_variant["_rerope"]] == [(30, None)] * 3
     assert [(pe.window, pe.group) for _, pe in by_variant["_selfextend"]] == [(30, 3), (30, 15)]
+    assert [(pe.window, pe.sinks) for _, pe in by_variant["_streaming"]] == [(56, 4)] * 2  # a cache of L
     # the plain rows stand for PI at L; yarn's at L are its own
     assert [r["length"] for r in rows if r["split"] == "window_pi"] == [120, 480]
     assert {r["split"] for r in rows if r["length"] == "all" and r["split"].startswith("at_L")} >= {

@@ -303,16 +303,16 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
 
 
 def test_a_length_task_with_its_own_schemes_trains_only_those_new_to_it(project):
-    """`-S 'length_task_schemes={addition_causal: [none, rope]}'`: that task runs `none` (restored from .kept/, not
-    retrained) and `rope` (new to it, trained); the other task keeps the study's list; the report marks the window
-    and ranks the task that runs every scheme."""
+    """`-S '+length_task_schemes.addition_causal=[none,rope]'` (`+`: a key new to params.yaml): that task runs
+    `none` (restored from .kept/, not retrained) and `rope` (new to it, trained); the other task keeps the study's
+    list; the report marks the window and ranks the task that runs every scheme."""
     run(["git", "checkout", "--", "."], project)
     run(["dvc", "checkout", "--force"], project)
     base = ["-S", "profile=smoke", "-S", f"tasks=[{','.join(TASKS)}]", "-S", f"seeds=[{','.join(map(str, SEEDS))}]",
             "-S", f"pe=[{','.join(SCHEMES)}]",
             "-S", f"length_tasks=[{','.join(LENGTH_TASKS)}]", "-S", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]",
             "-S", "lm_tasks=[]"]
-    out = run(["dvc", "exp", "run", *base, "-S", "length_task_schemes={addition_causal: [none, rope]}"], project)
+    out = run(["dvc", "exp", "run", *base, "-S", "+length_task_schemes.addition_causal=[none,rope]"], project)
     assert trained(out) == {f"addition_causal rope seed {k}" for k in SEEDS}
     assert ran(out, "run") == set()  # the main study reads no length list
     assert sorted(p.name for p in (project / "reports/metrics/addition_causal").iterdir()) == ["none.json",

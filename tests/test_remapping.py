@@ -16,7 +16,7 @@ from pelab.positional.functional import rope_rotate
 from pelab.positional.remapping import REMAPPINGS, Remapping, RemappedRotary
 from pelab.positional.variants import evaluation_variants
 
-RE_ROPE, SELF_EXTEND = REMAPPINGS
+RE_ROPE, SELF_EXTEND, STREAMING = REMAPPINGS
 HEAD = 8
 
 
@@ -83,10 +83,38 @@ def test_self_extend_mirrors_to_the_right_in_an_encoder():
     assert_close(remapped.logits(q, k, pos, pos), expected, atol=1e-5, rtol=1e-5)
 
 
+def reference_streaming_logits(pe, q: torch.Tensor, k: torch.Tensor, sinks: int, window: int) -> torch.Tensor:
+    """mit-han-lab/streaming-llm's cache, built query by query: the first ``sinks`` keys and the ``window`` most recent
+    (the query's own included), each rotated at its place in the cache, the query at its own; −inf for a dropped key
+    (and for the future, which a causal model masks)."""
+    t = q.shape[2]
+    out = torch.full((*q.shape[:2], t, t), float("-inf"))
+    for i in range(t):
+        cached = sorted(set(range(min(sinks, i + 1))) | set(range(max(0, i - window + 1), i + 1)))
+        where = torch.arange(len(cached))  # positions in the cache (the reference's position shift)
+        q_i, k_c = pe.rotate(q[:, :, i:i + 1], k[:, :, cached], where[-1:], where)
+        out[:, :, i, cached] = (q_i @ k_c.transpose(-2, -1))[:, :, 0] / math.sqrt(HEAD)
+    return out
+
+
+def test_streaming_llm_is_the_references_cache_with_its_position_shift():
+    pe, (q, k) = trained(), qk(23)
+    sinks, window = 3, 5
+    remapped = RemappedRotary(pe, window=window, group=None, sinks=sinks)
+    pos = torch.arange(23)
+    got, expected = remapped.logits(q, k, pos, pos), reference_streaming_logits(pe, q, k, sinks, window)
+    causal = (pos[:, None] - pos[None, :]) >= 0  # the entries a causal model reads
+    assert torch.equal(torch.isinf(got[..., causal]), torch.isinf(expected[..., causal]))
+    kept = ~torch.isinf(expected) & causal
+    assert_close(got[kept], expected[kept], atol=1e-5, rtol=1e-5)
+    assert int(torch.isfinite(got[0, 0, 22][:23]).sum()) == sinks + window  # a full cache: s + w keys
+    assert STREAMING.module(trained(), 512, 64, 512).window == 60 and STREAMING.module(trained(), 512, 64, 512).sinks == 4
+
+
 @pytest.mark.parametrize("length", [64, 100, 256, 512])
 def test_the_settings_keep_every_remapped_distance_under_l_and_self_extend_is_the_model_up_to_l(length):
     trained_length = 64
-    for remapping in REMAPPINGS:
+    for remapping in (RE_ROPE, SELF_EXTEND):
         pe = remapping.module(trained(), length, trained_length, 512)
         assert pe.window == 32
         pos = torch.arange(length)
@@ -95,7 +123,7 @@ def test_the_settings_keep_every_remapped_distance_under_l_and_self_extend_is_th
         far = q_at[:, None] - k_at[None, :]
         assert int(torch.where(d >= pe.window, far, d).max()) < trained_length
     assert SELF_EXTEND.module(trained(), 64, 64, 512).group == 1
-    assert SELF_EXTEND.identity_within and not RE_ROPE.identity_within
+    assert SELF_EXTEND.identity_within and STREAMING.identity_within and not RE_ROPE.identity_within
 
 
 def test_a_remapped_model_reads_as_its_formula_whole_and_token_by_token():
@@ -106,7 +134,7 @@ def test_a_remapped_model_reads_as_its_formula_whole_and_token_by_token():
     x = torch.randint(0, 11, (2, 40), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         plain, _ = model(x)
-        for remapping, same_up_to in ((RE_ROPE, 8), (SELF_EXTEND, 16)):
+        for remapping, same_up_to in ((RE_ROPE, 8), (SELF_EXTEND, 16), (STREAMING, 16)):
             for length in (same_up_to, 40):
                 read = model.with_positional(remapping.module(model.pe, length, 16, 40))
                 whole, _ = read(x[:, :length])
@@ -122,8 +150,8 @@ def test_a_remapped_model_reads_as_its_formula_whole_and_token_by_token():
 
 def test_every_rope_run_is_scored_with_both_and_xpos_and_partial_rope_with_neither():
     menu = evaluation_variants(trained())
-    assert [v.suffix for v in menu][-2:] == ["_rerope", "_selfextend"]
-    assert all(isinstance(v, Remapping) for v in menu[-2:])
+    assert [v.suffix for v in menu][-3:] == ["_rerope", "_selfextend", "_streaming"]
+    assert all(isinstance(v, Remapping) for v in menu[-3:])
     assert not evaluation_variants(build_positional_encoding("xpos", d_model=16, n_heads=2, causal=True))
     partial = build_positional_encoding("rope", d_model=16, n_heads=2, options={"partial_rotary_factor": 0.5})
     assert not evaluation_variants(partial)
@@ -148,4 +176,4 @@ def test_the_length_study_leaves_the_remappings_to_the_lm(tmp_path):
     rows = evaluate(cfg, model, data, torch.device("cpu"), causal=False, row_length=lambda n: task.row_length(cfg.data, n))
     # (the decoder's menu is the same: tests/test_length.py counts every extension it reads)
     splits = {r["split"] for r in rows}
-    assert "test_pi" in splits and "test_yarn" in splits and not {"test_rerope", "test_selfextend"} & splits
+    assert "test_pi" in splits and "test_yarn" in splits and not {"test_rerope", "test_selfextend", "test_streaming"} & splits

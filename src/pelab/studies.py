@@ -16,7 +16,7 @@ class StudyValues:
     tasks: tuple[str, ...] = ()
     schemes: tuple[str, ...] = ()
     # (task, its schemes) for each task run with a list of its own in place of ``schemes`` (a profile's window on a
-    # task: the quick profile runs PoPE's task with the schemes its paper compares only)
+    # task: the quick profile runs CoPE's task with the schemes its paper compares only)
     task_schemes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def schemes_of(self, task: str) -> tuple[str, ...]:
@@ -157,7 +157,7 @@ class StudyRecord:
                                  f"{self.schemes_key}; set that list instead")
             return {}
         if node is not None and not isinstance(node, dict):
-            raise ValueError(f"{key} must map a task to its schemes, e.g. '{key}={{indirect_causal: [rope,pope]}}', "
+            raise ValueError(f"{key} must map a task to its schemes, e.g. '+{key}.count_causal=[rope,cope]', "
                              f"got {node!r}")
         return {str(task): as_list(f"{key}.{task}", schemes) for task, schemes in (node or {}).items()}
 

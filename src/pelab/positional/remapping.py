@@ -9,7 +9,14 @@ meets mapped into the range it was trained on, the nearest keys (|d| < w) left e
   continue from the neighbour window: d → ⌊i/G⌋ − ⌊j/G⌋ + w − ⌊w/G⌋ for d ≥ w (as the reference's flash path
   computes it, integer division throughout).
 
-pelab's settings, the same for every run: w = L/2, and Self-Extend's G the smallest group size that keeps every
+* ``StreamingLLM`` (Xiao et al., ICLR 2024, https://arxiv.org/abs/2309.17453; reference mit-han-lab/streaming-llm,
+  ``kv_cache.py`` ``StartRecentKVCache`` and its position shift): a cache of L entries, the first s = 4 tokens (the
+  attention sinks) and the w = L − s most recent; every other key is dropped, and positions are those in the cache,
+  so a window key keeps its distance and a sink j reads at (L − 1) − j. LM-Infinite's Λ-shaped mask (Han et al.,
+  NAACL 2024) is the same set of keys with far distances capped at L. Within L no key is dropped: the trained model.
+  Retrieval of a key more than w back scores zero by construction, as crop does; perplexity is the question.
+
+pelab's settings, the same for every run: w = L/2 (StreamingLLM: L − 4), and Self-Extend's G the smallest group size that keeps every
 remapped distance of a row of T tokens under L, ⌊(T − 1)/G⌋ + w − ⌊w/G⌋ ≤ L − 1 (about (T − w)/(L − w): the paper's
 longest reach (L − w)·G + w), so G = 1 and Self-Extend is the trained model for T ≤ L, while ReRoPE changes distances from w on at every length.
 The LM scores them (perplexity and passkey retrieval beyond L, as their papers judge them); the length study does not
@@ -32,10 +39,10 @@ class RemappedRotary(RotaryPositionalEncoding):
     (``group`` None: ReRoPE) or grouped by ``group`` (Self-Extend). Evaluation only; its queries and keys are rotated
     inside ``logits``, near and far, and the two logits chosen by distance."""
 
-    def __init__(self, trained: RotaryPositionalEncoding, window: int, group: int | None) -> None:
+    def __init__(self, trained: RotaryPositionalEncoding, window: int, group: int | None, sinks: int = 0) -> None:
         super().__init__(d_model=trained.d_model, n_heads=trained.n_heads, causal=trained.causal,
                          n_layers=trained.n_layers, **vars(trained.options()))
-        self.window, self.group = window, group
+        self.window, self.group, self.sinks = window, group, sinks
 
     def rotate(self, q, k, q_pos, k_pos):
         return q, k  # rotated in ``logits``, at the remapped positions
@@ -54,11 +61,24 @@ class RemappedRotary(RotaryPositionalEncoding):
 
     def logits(self, q, k, q_pos, k_pos):
         distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk)
+        if self.sinks:
+            return self._cached(q, k, q_pos, k_pos, distance)
         out = torch.where(distance.abs() < self.window, self._dot(q, k, q_pos, k_pos),
                           self._dot(q, k, *self.far_positions(q_pos, k_pos, 1)))
         if not self.causal:  # keys to the right: the mirror remapping
             out = torch.where(distance <= -self.window, self._dot(q, k, *self.far_positions(q_pos, k_pos, -1)), out)
         return out
+
+    def _cached(self, q, k, q_pos, k_pos, distance: torch.Tensor) -> torch.Tensor:
+        """StreamingLLM: the sinks (k_pos < s) and the window (|d| < w) kept, the rest −inf; a sink read from the
+        query's place in a full cache of s + w entries, at most s + w − 1 (both directions: an encoder's row is read as
+        if cached from either end)."""
+        kept = distance.abs() < self.window
+        out = self._dot(q, k, q_pos, k_pos)
+        at = q_pos.clamp(max=self.sinks + self.window - 1)  # the query's position in the cache
+        sink = (k_pos < self.sinks)[None, :] & ~kept
+        out = torch.where(sink, self._dot(q, k, at, k_pos), out)
+        return out.masked_fill(~(kept | sink), float("-inf"))
 
     def extended(self, **options) -> RotaryPositionalEncoding:
         raise TypeError("a remapped RoPE module is not extended again: remap the trained module")
@@ -67,17 +87,20 @@ class RemappedRotary(RotaryPositionalEncoding):
 @dataclass(frozen=True)
 class Remapping:
     """A row of the evaluation menu (the interface of ``rope_extensions.Variant``): records under split suffix
-    ``suffix``, shown as ``rope+<label>``; ``grouped``: Self-Extend, else ReRoPE."""
+    ``suffix``, shown as ``rope+<label>``; ``grouped``: Self-Extend; ``sinks`` > 0: StreamingLLM; else ReRoPE."""
 
     suffix: str
     label: str
     grouped: bool
     identity_within: bool
     in_length_study: bool = False  # scored in the LM (perplexity, passkey), as their papers judge them; not the length study
+    sinks: int = 0  # StreamingLLM's attention sinks (its default cache keeps 4)
 
     def module(self, trained: RotaryPositionalEncoding, length: int, trained_length: int,
                longest: int) -> RemappedRotary:
         """The remapping for rows of ``length`` tokens of a model trained on rows of ``trained_length``."""
+        if self.sinks:  # a cache of L entries: s sinks and the L − s most recent
+            return RemappedRotary(trained, max(1, trained_length - self.sinks), None, self.sinks)
         window = max(1, trained_length // 2)
         return RemappedRotary(trained, window, group_size(length, trained_length, window) if self.grouped else None)
 
@@ -92,4 +115,5 @@ def group_size(length: int, trained_length: int, window: int) -> int:
 
 
 REMAPPINGS = (Remapping("_rerope", "ReRoPE", grouped=False, identity_within=False),
-              Remapping("_selfextend", "SelfExtend", grouped=True, identity_within=True))
+              Remapping("_selfextend", "SelfExtend", grouped=True, identity_within=True),
+              Remapping("_streaming", "StreamingLLM", grouped=False, identity_within=True, sinks=4))
