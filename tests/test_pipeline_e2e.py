@@ -283,7 +283,12 @@ def test_a_task_listed_in_another_study_s_list_stops_exp_run_at_composition_in_p
     assert (project / "params.yaml").read_text() == committed
 
 
-def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
+def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff_and_a_task_s_own_list(project):
+    """An `exp run` of a subset of schemes restores every run from the cache; then one copy option changed retrains
+    only those runs, and `-S '+length_task_schemes.addition_causal=[none,rope]'` (`+`: a key new to params.yaml)
+    gives that task a list of its own: `none` restored from .kept/ (not retrained), `rope` (new to it) trained, the
+    other task keeping the study's list; the report marks the window and ranks the task that runs every scheme. (One
+    `exp run` for both: each costs the suite a report.)"""
     run(["git", "checkout", "--", "."], project)  # back to the committed params and code
     run(["dvc", "checkout", "--force"], project)
     base = ["-S", "profile=smoke", "-S", f"tasks=[{','.join(TASKS)}]", "-S", f"seeds=[{','.join(map(str, SEEDS))}]",
@@ -296,25 +301,13 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff(project):
     assert params["pe"]["schemes"] == ["rope", "t5"]  # Hydra merged the two options into a subset
     assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["rope.json", "t5.json"]
 
-    out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25"], project)
+    out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25",
+               "-S", "+length_task_schemes.addition_causal=[none,rope]"], project)
     assert ran(out, "run") == trains(tasks=["copy"], schemes=["rope", "t5"])
+    assert trained(out) - {t for t in trained(out) if t.startswith("copy ")} == {f"addition_causal rope seed {k}"
+                                                                                   for k in SEEDS}
     diff = run(["dvc", "metrics", "diff", "--all"], project)
     assert "reports/metrics/copy/rope.json" in diff and "exact" in diff
-
-
-def test_a_length_task_with_its_own_schemes_trains_only_those_new_to_it(project):
-    """`-S '+length_task_schemes.addition_causal=[none,rope]'` (`+`: a key new to params.yaml): that task runs
-    `none` (restored from .kept/, not retrained) and `rope` (new to it, trained); the other task keeps the study's
-    list; the report marks the window and ranks the task that runs every scheme."""
-    run(["git", "checkout", "--", "."], project)
-    run(["dvc", "checkout", "--force"], project)
-    base = ["-S", "profile=smoke", "-S", f"tasks=[{','.join(TASKS)}]", "-S", f"seeds=[{','.join(map(str, SEEDS))}]",
-            "-S", f"pe=[{','.join(SCHEMES)}]",
-            "-S", f"length_tasks=[{','.join(LENGTH_TASKS)}]", "-S", f"length_schemes=[{','.join(LENGTH_SCHEMES)}]",
-            "-S", "lm_tasks=[]"]
-    out = run(["dvc", "exp", "run", *base, "-S", "+length_task_schemes.addition_causal=[none,rope]"], project)
-    assert trained(out) == {f"addition_causal rope seed {k}" for k in SEEDS}
-    assert ran(out, "run") == set()  # the main study reads no length list
     assert sorted(p.name for p in (project / "reports/metrics/addition_causal").iterdir()) == ["none.json",
                                                                                                "rope.json"]
     assert len(list((project / "reports/metrics/reverse").iterdir())) == len(LENGTH_SCHEMES)

@@ -1,48 +1,18 @@
 """A multi-GPU box through DVC itself: experiments queued with `dvc exp run --queue` and run by `dvc queue start
 -j 2` (two workers; on a GPU box, one GPU each through CUDA_VISIBLE_DEVICES: docs/experiments.md, "One box,
-several GPUs") finish with intact, distinct results."""
+several GPUs") finish with intact, distinct results: `pelab parallel` queues two shards of different schemes, two
+workers run them at once, and the whole study's run then restores each shard's runs from the run cache, training
+and scoring nothing again (a separate test of two plain queued experiments, the same queue and workers, cost the
+suite two minutes: benchmarks/results/suite_time.md, 2026-11-28 (5))."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 from test_pipeline_e2e import ENV, copy_worktree, ran, run
 
-from pelab.parallel import run_queue
-
 pytestmark = pytest.mark.e2e
-
-STUDY = ["profile=smoke", "tasks=[copy]", "length_tasks=[]", "lm_tasks=[]", "seeds=[0]"]
-
-
-def test_two_queued_experiments_run_by_two_workers_finish_with_distinct_intact_results(repo_root, tmp_path):
-    project = copy_worktree(repo_root, tmp_path / "repo")
-    run(["pelab", "compose", *STUDY, "pe=none", "--out", "params.yaml"], project)
-    run(["git", "add", "-A"], project)
-    run(["git", "commit", "-qm", "study"], project)
-
-    for scheme, name in (("none", "exp-none"), ("rope", "exp-rope")):
-        run(["dvc", "exp", "run", "--queue", "-n", name, *[a for s in STUDY for a in ("-S", s)], "-S", f"pe={scheme}"],
-            project)
-    status = run_queue(["exp-none", "exp-rope"], project, workers=2, poll_s=5, timeout_min=10, env=ENV)
-    assert status == {"exp-none": "Success", "exp-rope": "Success"}, status
-    shown = json.loads(subprocess.run(["dvc", "exp", "show", "--json"], cwd=project, capture_output=True,
-                                      text=True, check=True).stdout)
-    exps = {rev["name"]: rev for entry in shown for exp in entry.get("experiments") or []
-            for rev in exp.get("revs", []) if rev.get("name") in ("exp-none", "exp-rope") and not rev.get("error")}
-    assert set(exps) == {"exp-none", "exp-rope"}, shown
-    for name, scheme in (("exp-none", "none"), ("exp-rope", "rope")):
-        data = exps[name]["data"]
-        metrics = data["metrics"]
-        files = set(metrics)
-        assert files == {f"reports/metrics/copy/{scheme}.json"}, (name, files)  # its own scheme only
-        values = metrics[f"reports/metrics/copy/{scheme}.json"]["data"]
-        assert set(values) == {"exact", "exact_long", "token_long"}
-        assert all(0.0 <= v <= 1.0 for v in values.values())
-        assert data["params"]["params.yaml"]["data"]["pe"]["schemes"] == [scheme]
-
 
 PARALLEL = ["profile=smoke", "tasks=[copy]", "length_tasks=[reverse]", "lm_tasks=[]", "seeds=[0]", "pe=[none,rope]",
             "length_schemes=[none,rope]"]

@@ -16,7 +16,7 @@ from pelab.analysis.diagnostics import (BINS, COMPARED, RISE_MARGIN, beyond_scor
                                        slow_pairs, window_null)
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import band, save, scheme_palette, seed_band
+from pelab.report.style import band, save, scheme_palette
 from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
 
@@ -28,17 +28,21 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
     """Per task and diagnostic: each scheme's queries before the training length (solid) and from it on (dashed),
     by row length."""
     palette = scheme_palette()
+    # every band's mean, min and max over seeds in one pass: a mask and a group-by per band took most of the figure's
+    # time at the default study's 17 tasks × 27 schemes (benchmarks/results/suite_time.md, 2026-11-28 (5))
+    stats = {key: group.droplevel(["task", "pe", "metric"])
+             for key, group in rows.groupby(["task", "pe", "metric", "ratio"], sort=True)["value"]
+             .agg(["mean", "min", "max"]).groupby(level=["task", "pe", "metric"], sort=False)}
     fig, axes = plt.subplots(len(tasks), len(PANELS), figsize=(12, 2.6 * len(tasks)), squeeze=False)
     for r, task in enumerate(tasks):
+        mine = rows[rows["task"] == task]
         for c, (metric, title) in enumerate(PANELS.items()):
             ax = axes[r, c]
-            mine = rows[rows["task"] == task]
             for scheme in dict.fromkeys(mine["pe"]):
                 for which, style in zip(BINS, ("-", "--")):
-                    sel = mine[(mine["pe"] == scheme) & (mine["metric"] == f"{metric}_{which}")]
-                    if not sel.empty:
-                        stats = seed_band(sel, "ratio")
-                        band(ax, stats["ratio"], stats, palette[scheme], scheme if which == "within" else None,
+                    found = stats.get((task, scheme, f"{metric}_{which}"))
+                    if found is not None:
+                        band(ax, found.index, found, palette[scheme], scheme if which == "within" else None,
                              marker="o" if which == "within" else "x", ms=3, lw=1.4, ls=style)
             ax.axvline(1.0, color="0.4", ls="--", lw=1)
             ax.set_xscale("log", base=2)
