@@ -28,6 +28,7 @@ EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that 
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 
+@cache  # the pipeline's writer asks about 670,000 times for some 200 names (each a file system stat or two)
 def module_file(name: str) -> Path | None:
     """src/pelab/a/b.py or src/pelab/a/b/__init__.py for ``pelab.a.b``; stages/_common.py for ``_common``."""
     if name == "_common":

@@ -82,16 +82,24 @@ def _files_under(folder: Path) -> frozenset[Path]:
     return frozenset(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
+@cache
+def _resources(folder: Path) -> frozenset[Path]:
+    """The non-Python files in ``folder`` and the files of its sub-folders without Python code (templates)."""
+    out: set[Path] = set()
+    for path in folder.iterdir():
+        if path.is_file() and path.suffix != ".py":
+            out.add(path)
+        elif path.is_dir() and path.name != "__pycache__" and not any(path.rglob("*.py")):
+            out |= _files_under(path)
+    return frozenset(out)
+
+
 def with_resources(files: set[Path]) -> set[Path]:
     """``files`` and the files code beside them reads: non-Python files in their folders, and folders without
     Python code inside those (templates)."""
     out = set(files)
-    for folder in {f.parent for f in files if PACKAGE in f.parents}:
-        for path in folder.iterdir():
-            if path.is_file() and path.suffix != ".py":
-                out.add(path)
-            elif path.is_dir() and path.name != "__pycache__" and not any(path.rglob("*.py")):
-                out |= _files_under(path)
+    for folder in {f.parent for f in files if f.is_relative_to(PACKAGE)}:
+        out |= _resources(folder)
     return out
 
 
@@ -101,7 +109,7 @@ def compress(files: set[Path]) -> set[Path]:
     out = set()
     for path in files:
         top = path
-        if PACKAGE in path.parents:
+        if path.is_relative_to(PACKAGE):
             for folder in path.parents:
                 if folder == PACKAGE or not _files_under(folder) <= files:
                     break
