@@ -10,10 +10,13 @@ meets mapped into the range it was trained on, the nearest keys (|d| < w) left e
   computes it, integer division throughout).
 
 * ``StreamingLLM`` (Xiao et al., ICLR 2024, https://arxiv.org/abs/2309.17453; reference mit-han-lab/streaming-llm,
-  ``kv_cache.py`` ``StartRecentKVCache`` and its position shift): a cache of L entries, the first s = 4 tokens (the
-  attention sinks) and the w = L − s most recent; every other key is dropped, and positions are those in the cache,
-  so a window key keeps its distance and a sink j reads at (L − 1) − j. LM-Infinite's Λ-shaped mask (Han et al.,
-  NAACL 2024) is the same set of keys with far distances capped at L. Within L no key is dropped: the trained model.
+  ``kv_cache.py`` ``StartRecentKVCache`` and its position shift): a cache of L entries counting the query's own
+  token, the first s = 4 tokens (the attention sinks) and the w = L − s most recent; every other key is dropped, and
+  positions are those in the cache, so a window key keeps its distance and a sink j reads at (L − 1) − j. (In the
+  reference's terms a cache of L − 1 past keys plus the incoming token, as ``evict_for_space`` counts it: a cache of L
+  past keys would read sink 0 at distance L, one beyond the trained range.) LM-Infinite's Λ-shaped mask (Han et al.,
+  NAACL 2024) has the same shape, starting tokens and a local window, with far distances capped at L instead of read
+  at their places in a cache. Within L no key is dropped: the trained model.
   Retrieval of a key more than w back scores zero by construction, as crop does; perplexity is the question.
 
 pelab's settings, the same for every run: w = L/2 (StreamingLLM: L − 4), and Self-Extend's G the smallest group size that keeps every
