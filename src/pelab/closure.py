@@ -28,12 +28,16 @@ EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that 
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 
-@cache  # the pipeline's writer asks about 670,000 times for some 200 names (each a file system stat or two)
 def module_file(name: str) -> Path | None:
     """src/pelab/a/b.py or src/pelab/a/b/__init__.py for ``pelab.a.b``; stages/_common.py for ``_common``."""
+    return _module_file(name, SRC, ROOT)
+
+
+@cache  # the pipeline's writer asks about 670,000 times for some 200 names (each a file system stat or two)
+def _module_file(name: str, src: Path, root: Path) -> Path | None:
     if name == "_common":
-        return ROOT / "stages/_common.py"
-    base = SRC / Path(*name.split("."))
+        return root / "stages/_common.py"
+    base = src / Path(*name.split("."))
     for path in (base.with_suffix(".py"), base / "__init__.py"):
         if path.exists():
             return path

@@ -79,8 +79,10 @@ class RemappedRotary(RotaryPositionalEncoding):
         kept = distance.abs() < self.window
         out = self._dot(q, k, q_pos, k_pos)
         at = q_pos.clamp(max=self.sinks + self.window - 1)  # the query's position in the cache
-        sink = (k_pos < self.sinks)[None, :] & ~kept
-        out = torch.where(sink, self._dot(q, k, at, k_pos), out)
+        cols = (k_pos < self.sinks).nonzero().squeeze(1)  # the sinks' columns: only they are read from the cache
+        sink = torch.zeros_like(kept)
+        sink[:, cols] = ~kept[:, cols]
+        out[..., cols] = torch.where(sink[:, cols], self._dot(q, k[..., cols, :], at, k_pos[cols]), out[..., cols])
         return out.masked_fill(~(kept | sink), float("-inf"))
 
     def extended(self, **options) -> RotaryPositionalEncoding:
