@@ -9,7 +9,9 @@ allows it and it pays (``pelab.runner.train.train_runs``), else one after anothe
 ``RUNS/<task>/<scheme>/seed_<k>`` and its live curves in ``LIVE/<task>/<scheme>/seed_<k>``. Finished runs are
 also kept in ``KEPT/<task>/<scheme>/`` (``pelab.runner.kept_runs``): a seed trained before from the same inputs
 is not trained again (adding a seed trains only that seed), and a killed stage continues from the state the
-training in progress saves there.
+training in progress saves there. Where the task recalibrates the scheme (the LM's ``lm.eval.recalibrate``), each
+run is then fine-tuned with each method (``pelab.runner.recalibrate``: ``RUNS/<task>/<scheme>/recalibrated/``, kept
+the same way) and scored beside it.
 """
 
 from pathlib import Path
@@ -20,6 +22,7 @@ from _common import one_line_errors, params_option, study_schemes, task_option
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
 from pelab.runner.evaluate import evaluate_runs
+from pelab.runner.recalibrate import recalibrate_runs
 from pelab.runner.train import train_runs
 
 
@@ -59,6 +62,8 @@ def main(params_path: str, task_name: str, schemes: tuple[str, ...], seeds: tupl
             together = f", {cost['seeds_together']} seeds together" if cost["seeds_together"] > 1 else ""
             click.echo(f"trained {task_name} {scheme} seed {seed}: final loss {cost['final_loss']:.4f}, "
                        f"{cost['wall_time_s']:.1f} s on {cost['device']}{together}")
+        recalibrate_runs(params, task_name, scheme, seeds, data_dir, runs_root,
+                         kept=Path(kept_root) / task_name / scheme, save_every_s=save_every_s, echo=click.echo)
         if results_dir is not None:
             evaluate_runs(params, task_name, scheme, runs_root, data_dir, Path(results_dir) / task_name / scheme,
                           seeds, echo=click.echo)

@@ -129,3 +129,25 @@ def test_rope_is_also_read_with_every_context_extension_in_the_length_and_lm_sec
         for variant in MENU:
             assert (rope["split"].str.endswith(variant.suffix)).any(), (task, variant.label)
             assert f"`rope+{variant.label}`" in section, (task, variant.label)
+
+
+def test_rope_and_alibi_runs_are_recalibrated_and_read_before_and_after(study):
+    """The smoke profile's ``lm.eval.recalibrate`` (rope, alibi): every method's fine-tuned runs, kept beside their
+    base runs, scored under their own suffixes, and the before/after table in the LM section."""
+    import pandas as pd
+
+    from pelab.positional.recalibration import METHODS
+
+    project, _, _ = study
+    records = pd.read_csv(project / "reports/records.csv", dtype={"length": str})
+    lm_section = (project / "reports/report.md").read_text().split("## Language model")[1]
+    assert "**Recalibration, before and after.**" in lm_section
+    for scheme, methods in (("rope", METHODS), ("alibi", METHODS[:1])):
+        mine = records[(records["task"] == "lm") & (records["pe"] == scheme)]
+        for method in methods:
+            scored = mine[(mine["split"] == "at_4L" + method.suffix) & (mine["metric"] == "ppl_sliding")]
+            assert sorted(scored["seed"]) == list(range(SEEDS)), (scheme, method.name)
+            assert f"`{scheme}+{method.label}`" in lm_section
+            for seed in range(SEEDS):
+                assert (project / "runs/lm" / scheme / "recalibrated" / method.name / f"seed_{seed}" / "model.pt").exists()
+    assert not (records["pe"].isin(["none"]) & records["split"].str.endswith("tuned")).any()  # not listed: not tuned

@@ -24,7 +24,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent  # src/pelab
 SRC = PACKAGE.parent
 ROOT = SRC.parent  # the repository: stages/ and src/
-EVALUATION_METHODS = ("evaluate", "probe", "captures")  # a task's methods that only evaluation stages run
+EVALUATION_METHODS = ("evaluate", "evaluate_recalibrated", "probe", "captures")  # a task's methods that only evaluation stages run
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 

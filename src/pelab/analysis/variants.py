@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pelab.positional.recalibration import METHODS as RECALIBRATIONS
 from pelab.positional.remapping import REMAPPINGS
 from pelab.positional.rope_extensions import MENU
 from pelab.positional.temperature import TEMPERATURE
@@ -15,9 +16,11 @@ from pelab.positional.temperature import TEMPERATURE
 # the split suffix of each variant's records and its label: HF's extensions, the training-free remappings
 EXTENSIONS = {variant.suffix: variant.label for variant in MENU}
 REMAPS = {remapping.suffix: remapping.label for remapping in REMAPPINGS}
+# the same runs fine-tuned at M·L with each method in place (another model each: ``runner.recalibrate``)
+TUNED = {method.suffix: method.label for method in RECALIBRATIONS}
 # and, for every scheme: the log-length attention temperature (``positional.temperature``), the LM's crop-to-L
 # baseline (``tasks.lm.evaluate.crop``), recall's spread axis
-VARIANTS = {**EXTENSIONS, **REMAPS, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread"}
+VARIANTS = {**EXTENSIONS, **REMAPS, **TUNED, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread"}
 
 
 def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -36,6 +39,7 @@ def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 # the families of variants, each tabulated and drawn on its own against its base schemes
 FAMILIES = {"RoPE's context extensions (HF names)": tuple(EXTENSIONS.values()),
             "training-free remappings of RoPE's distances": tuple(REMAPS.values()),
+            "fine-tuned at M·L with each extension (recalibrated)": tuple(TUNED.values()),
             "the log-length temperature": (TEMPERATURE.label,), "crop to L": ("crop",), "recall's spread axis": ("spread",)}
 
 

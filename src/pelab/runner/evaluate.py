@@ -14,6 +14,7 @@ from pelab.device import device_name, pick_device, prepare_device
 from pelab.params import Params
 from pelab.probe import probe_rows
 from pelab.runner.checkpoint import load_run, run_dir
+from pelab.runner.recalibrate import recalibrated_rows
 from pelab.tasks import get_task
 
 
@@ -53,7 +54,8 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
 def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | Path, data_dir: str | Path,
                   out_dir: str | Path, seeds: Sequence[int] | None = None, echo=print) -> None:
     """Score each of ``seeds`` (default: params ``seeds``) of (``task_name``, ``scheme``) under ``runs_root`` into
-    ``out_dir/seed_<k>/``; ``out_dir`` appears only when every seed is done. One line per seed through ``echo``."""
+    ``out_dir/seed_<k>/``, with the rows of its fine-tuned runs (``runner.recalibrate``) where the task has them;
+    ``out_dir`` appears only when every seed is done. One line per seed through ``echo``."""
     task = get_task(task_name)
     data = task.load_data(Path(data_dir))
     with io.atomic_dir(out_dir) as tmp:
@@ -61,6 +63,11 @@ def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | 
             start = time.perf_counter()
             run = run_dir(runs_root, task_name, scheme, seed)
             rows = evaluate_run(params, run, data_dir, Path(tmp) / f"seed_{seed}", data=data)
+            if task.recalibrations(params.task(task_name), scheme):  # the fine-tuned runs' rows beside the run's
+                records = Path(tmp) / f"seed_{seed}" / "records.jsonl"
+                dev = pick_device(params.device)
+                io.write_jsonl(records, io.read_jsonl(records) + recalibrated_rows(
+                    params, runs_root, task_name, scheme, seed, data, dev))
             shown = [r for r in rows if r["length"] == "all" and r["metric"] in task.headline.get(r["split"], [])][:4]
             echo(f"evaluated {task_name} {scheme} seed {seed}: "
                  + ", ".join(f"{r['split']} {r['metric']} {r['value']:.4g}" for r in shown)

@@ -206,6 +206,27 @@ class Task(ABC):
         """Extra numbers about a training run (e.g. epochs) for its cost record."""
         return {}
 
+    # ---------------------------------------------------------------------------------- recalibration
+    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list[Any]:
+        """The methods each trained run of ``scheme`` is fine-tuned with after training (``runner.recalibrate``; the
+        LM's: ``tasks/lm/recalibrate.py``), each with ``name``, ``label`` and the split ``suffix`` of its records.
+        None by default."""
+        return []
+
+    def recalibration(self, cfg: TaskConfig, data: Any, method: Any, seed: int, model: nn.Module):
+        """(the fine-tune's task config, the model to train: ``model``'s weights with the method in place, its
+        next_batch, its loss) for one method of ``recalibrations``."""
+        raise NotImplementedError(f"task {self.name!r} has no recalibration")
+
+    def recalibrated_model(self, model: nn.Module, method: Any, context: int, multiple: int) -> nn.Module:
+        """A fine-tuned run's model (``model``, its weights loaded) with its method in place."""
+        raise NotImplementedError(f"task {self.name!r} has no recalibration")
+
+    def evaluate_recalibrated(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
+                              method: Any) -> list[dict[str, Any]]:
+        """Tidy rows of a fine-tuned run, every split with the method's suffix."""
+        raise NotImplementedError(f"task {self.name!r} has no recalibration")
+
     # ------------------------------------------------------------------------------------- evaluation
     def probe(self, cfg: TaskConfig, data: Any):
         """The rows the per-run probe reads (``pelab.probe.Probe``: token rows per length, in-range first, and the

@@ -211,6 +211,16 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     return out + cropped + summaries(cropped, context, CROP)
 
 
+def evaluate_recalibrated(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: torch.device,
+                          suffix: str) -> list[dict[str, Any]]:
+    """A fine-tuned run (``tasks/lm/recalibrate.py``), its method in place: the same grid and summaries as the run,
+    under split suffix ``suffix``."""
+    model.to(device).eval()
+    lengths = [k * cfg.data.context for k in cfg.eval.multiples]
+    rows = score(model, cfg, data, device, suffix, lengths, lengths[-1])
+    return rows + summaries(rows, cfg.data.context, suffix, cfg.eval.effective_threshold)
+
+
 CROP = "_crop"  # the split suffix of the crop-to-L baseline
 
 

@@ -21,6 +21,7 @@ from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
 from pelab.tasks.base import Batch, Task, TaskConfig, loss_logits
 from pelab.tasks.lm import data as lm_data
+from pelab.tasks.lm import recalibrate
 from pelab.tasks.lm.config import LMDataConfig, LMEvalConfig, LMTrainConfig, ModelConfig
 from pelab.tasks.lm.data import LMData
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
@@ -83,6 +84,7 @@ class LMTask(Task):
 
     def check(self, cfg: TaskConfig) -> None:
         super().check(cfg)
+        self.check_recalibration(cfg)
         n = cfg.data.eval_tokens_per_doc
         for k in cfg.eval.multiples:
             window = k * cfg.data.context
@@ -164,6 +166,49 @@ class LMTask(Task):
 
     def train_summary(self, cfg: TaskConfig, data: LMData) -> dict[str, float]:
         return {"epochs": cfg.train.steps * self.text_tokens_per_step(cfg) / len(data.train)}
+
+    def check_recalibration(self, cfg: TaskConfig) -> None:
+        from pelab.positional import POSITIONAL_ENCODINGS
+
+        e = cfg.eval
+        unknown = [s for s in e.recalibrate if s not in POSITIONAL_ENCODINGS]
+        if unknown:  # a listed scheme the study does not run is not recalibrated (a profile lists what it may run)
+            raise ValueError(f"lm.eval.recalibrate lists unknown scheme(s) {unknown}; valid choices: "
+                             f"{', '.join(POSITIONAL_ENCODINGS)}")
+        if e.recalibrate and e.recalibrate_multiple > max(e.multiples):
+            raise ValueError(f"lm.eval.recalibrate_multiple={e.recalibrate_multiple} must not exceed the longest "
+                             f"evaluation multiple ({max(e.multiples)}, lm.eval.multiples)")
+
+    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list[recalibrate.Method]:
+        """``lm.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
+        them), if ``lm.eval.recalibrate`` lists it."""
+        from pelab.positional import build_positional_encoding
+
+        if scheme not in cfg.eval.recalibrate:
+            return []
+        pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads, causal=True,
+                                       n_layers=cfg.model.n_layers, options=cfg.options(scheme))
+        return [m for m in map(recalibrate.method, cfg.eval.recalibrate_methods) if m.applies_to(pe)]
+
+    def recalibration(self, cfg: TaskConfig, data: LMData, method: recalibrate.Method, seed: int,
+                      model: SequenceTransformer):
+        tuning = recalibrate.finetune_config(cfg)
+        tuned = self.recalibrated_model(model, method, cfg.data.context, cfg.eval.recalibrate_multiple)
+        next_batch = self.batches(tuning, data, seed + recalibrate.SEED_OFFSET)  # the same rows for every method
+        if method.pose:
+            return tuning, tuned, recalibrate.pose_batches(next_batch, cfg.data.context, seed), recalibrate.pose_loss
+        return tuning, tuned, next_batch, lm_loss
+
+    def recalibrated_model(self, model: SequenceTransformer, method: recalibrate.Method, context: int,
+                           multiple: int) -> SequenceTransformer:
+        if method.rope_type is None:
+            return model
+        return model.with_positional(method.module(model.pe, context, multiple))
+
+    def evaluate_recalibrated(self, cfg, model, data, device, method):
+        from pelab.tasks.lm.evaluate import evaluate_recalibrated
+
+        return evaluate_recalibrated(cfg, model, data, device, method.suffix)
 
     def probe(self, cfg: TaskConfig, data: LMData):
         """The opening tokens of the first test speeches, at every evaluation length (L first)."""

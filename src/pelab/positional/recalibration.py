@@ -1,0 +1,66 @@
+"""The recalibration methods (issue 56): a context extension put in place for a short fine-tune at M·L and kept for
+every evaluation length, as the extension papers judge their methods (the fine-tune itself: ``tasks/lm/recalibrate.py``,
+``runner/recalibrate.py``). Their zero-shot readings are ``rope_extensions.MENU``'s; the fine-tuned model's trained
+length is M·L, so each is fixed at s = M:
+
+* ``long``: no extension, rows of M·L tokens: the control every method is judged against (the fine-tune alone), and
+  what a scheme that needs no extension (ALiBi, NoPE) is fine-tuned with.
+* ``pi``: position interpolation, θ/s (Chen et al. 2023, https://arxiv.org/abs/2306.15595, eq. 3).
+* ``ntk``: NTK-aware base scaling, base → base·s^(d/(d−2)) (YaRN §3.2, eq. 16; HF ``dynamic`` at factor 1 read at
+  M·L).
+* ``yarn``: YaRN at s, NTK-by-parts and its attention temperature (Peng et al. 2023, https://arxiv.org/abs/2309.00071,
+  §3.2–3.4).
+* ``pose``: PI at s, trained on rows of L tokens at positional skip-wise positions (Zhu et al., ICLR 2024,
+  https://arxiv.org/abs/2309.10400; ``tasks/lm/recalibrate.pose_batch``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pelab.positional.base import PositionalEncoding
+from pelab.positional.rope_extensions import extend
+
+
+@dataclass(frozen=True)
+class Method:
+    """One recalibration method: records under split suffix ``suffix``, shown as the pseudo-scheme
+    ``<scheme>+<label>``; ``rope_type``: the HF extension in place (None: the scheme as trained), applied where the
+    scheme has RoPE's extensions (``PositionalEncoding.variants``); ``pose``: rows of L tokens with skip-wise
+    positions."""
+
+    name: str
+    suffix: str
+    label: str
+    rope_type: str | None = None
+    pose: bool = False
+
+    def applies_to(self, pe: PositionalEncoding) -> bool:
+        return self.rope_type is None or pe.variants == "rope_extensions"
+
+    def module(self, trained: PositionalEncoding, context: int, multiple: int) -> PositionalEncoding:
+        """The positional module the fine-tune and every evaluation length read, fixed at s = ``multiple``."""
+        if self.rope_type is None:
+            return trained
+        # dynamic at factor 1 read at M·L is NTK-aware scaling at s = M (rope_extensions.scaled_inverse_frequencies)
+        factor = 1.0 if self.rope_type == "dynamic" else float(multiple)
+        return extend(trained, self.rope_type, factor, context, multiple * context)
+
+
+# suffixes end in "tuned" so that none ends with a zero-shot variant's (``analysis.variants.with_variants``)
+METHODS = (
+    Method("long", "_longtuned", "long-tuned"),
+    Method("pi", "_pituned", "PI-tuned", "linear"),
+    Method("ntk", "_ntktuned", "NTK-tuned", "dynamic"),
+    Method("yarn", "_yarntuned", "yarn-tuned", "yarn"),
+    Method("pose", "_posetuned", "PoSE-tuned", "linear", pose=True),
+)
+BY_NAME = {method.name: method for method in METHODS}
+# the zero-shot reading of each method's extension (``rope_extensions.MENU``'s suffix; "": the run as trained)
+ZERO_SHOT = {"long": "", "pi": "_pi", "ntk": "_ntk", "yarn": "_yarn", "pose": "_pi"}
+
+
+def method(name: str) -> Method:
+    if name not in BY_NAME:
+        raise ValueError(f"unknown recalibration method {name!r}; valid choices: {', '.join(BY_NAME)}")
+    return BY_NAME[name]
