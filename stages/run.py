@@ -66,7 +66,7 @@ def main(params_path: str, task_name: str, schemes: tuple[str, ...], seeds: tupl
                          kept=Path(kept_root) / task_name / scheme, save_every_s=save_every_s, echo=click.echo)
         if results_dir is not None:
             evaluate_runs(params, task_name, scheme, runs_root, data_dir, Path(results_dir) / task_name / scheme,
-                          seeds, echo=click.echo)
+                          seeds, echo=click.echo, recalibrated=True)
 
 
 if __name__ == "__main__":

@@ -181,7 +181,8 @@ def test_fine_tuned_runs_are_scored_beside_their_base_run_and_read_as_pseudo_sch
     shutil.copytree(root / "runs", runs)
     for scheme in ("rope", "alibi"):
         recalibrate_runs(params, "lm", scheme, [0, 1], root / "data", runs, device="cpu")
-        evaluate_runs(params, "lm", scheme, runs, root / "data", tmp_path / "results" / "lm" / scheme)
+        evaluate_runs(params, "lm", scheme, runs, root / "data", tmp_path / "results" / "lm" / scheme,
+                      recalibrated=True)
     records = pd.DataFrame([r for scheme in ("rope", "alibi") for k in (0, 1)
                             for r in io.read_jsonl(tmp_path / "results" / "lm" / scheme / f"seed_{k}" / "records.jsonl")])
     shown, names = with_variants(records)

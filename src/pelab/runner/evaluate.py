@@ -52,10 +52,12 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
 
 
 def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | Path, data_dir: str | Path,
-                  out_dir: str | Path, seeds: Sequence[int] | None = None, echo=print) -> None:
+                  out_dir: str | Path, seeds: Sequence[int] | None = None, echo=print,
+                  recalibrated: bool = False) -> None:
     """Score each of ``seeds`` (default: params ``seeds``) of (``task_name``, ``scheme``) under ``runs_root`` into
-    ``out_dir/seed_<k>/``, with the rows of its fine-tuned runs (``runner.recalibrate``) where the task has them;
-    ``out_dir`` appears only when every seed is done. One line per seed through ``echo``."""
+    ``out_dir/seed_<k>/``, and with ``recalibrated`` the rows of its fine-tuned runs (``runner.recalibrate``) where the
+    task has them (the run stage's; a tuning stage's runs are not fine-tuned); ``out_dir`` appears only when every seed
+    is done. One line per seed through ``echo``."""
     task = get_task(task_name)
     data = task.load_data(Path(data_dir))
     with io.atomic_dir(out_dir) as tmp:
@@ -63,7 +65,7 @@ def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | 
             start = time.perf_counter()
             run = run_dir(runs_root, task_name, scheme, seed)
             rows = evaluate_run(params, run, data_dir, Path(tmp) / f"seed_{seed}", data=data)
-            if task.recalibrations(params.task(task_name), scheme):  # the fine-tuned runs' rows beside the run's
+            if recalibrated and task.recalibrations(params.task(task_name), scheme):  # beside the run's rows
                 records = Path(tmp) / f"seed_{seed}" / "records.jsonl"
                 dev = pick_device(params.device)
                 io.write_jsonl(records, io.read_jsonl(records) + recalibrated_rows(
