@@ -57,15 +57,18 @@ def test_rope_s_extensions_apply_only_where_the_scheme_has_them():
 
 def test_pose_rows_are_two_chunks_of_the_long_row_at_skip_wise_positions():
     """The reference's rule with two chunks: the first r ≤ ⌈(L+1)/2⌉ tokens at positions 0..r−1, then L + 1 − r
-    contiguous tokens ending at e ≥ L + 1, at positions r + u.. with u ≤ M·L − L; no input position beyond M·L − 1."""
+    contiguous tokens ending at e ≥ L + 1, at positions r + u.. with u ≤ M·L − L; no input position beyond M·L − 1. A
+    passkey row (L + 1 tokens) is read whole at its group's positions."""
     context, multiple, batch = 8, 2, 8
-    rows = torch.arange(batch)[:, None] * 1000 + torch.arange(multiple * context + 1)[None, :]  # (B, 2L + 1)
+    text = torch.arange(6)[:, None] * 1000 + torch.arange(multiple * context + 1)[None, :]  # (6, 2L + 1)
+    passkey = -1 - torch.arange(2)[:, None] * 1000 - torch.arange(context + 1)[None, :]  # (2, L + 1)
     generator = torch.Generator().manual_seed(0)
     seen_skips = set()
     for _ in range(50):
-        inputs, targets, positions = pose_batch((rows[:, :-1], rows[:, 1:]), context, generator, groups=4)
+        inputs, targets, positions = pose_batch(text, passkey, context, generator, groups=4)
         assert inputs.shape == targets.shape == (batch, context) and positions.shape == (4, context)
         torch.testing.assert_close(inputs[:, 1:], targets[:, :-1])
+        torch.testing.assert_close(torch.cat([inputs[6:], targets[6:, -1:]], 1), passkey)  # whole, in order
         for g in range(4):
             p = positions[g]
             r = int((torch.diff(p) != 1).nonzero()[0]) + 1 if (torch.diff(p) != 1).any() else None
@@ -76,12 +79,32 @@ def test_pose_rows_are_two_chunks_of_the_long_row_at_skip_wise_positions():
                 assert 1 <= skip <= multiple * context - context and torch.all(torch.diff(p[r:]) == 1)
                 seen_skips.add(skip)
             for row in (2 * g, 2 * g + 1):
+                if row >= 6:
+                    continue
                 tokens = torch.cat([inputs[row], targets[row, -1:]]) - 1000 * row  # offsets within the long row
                 first = int((torch.diff(tokens) != 1).nonzero()[0]) + 1 if (torch.diff(tokens) != 1).any() else 0
                 if first:  # chunk 1 is the row's opening, chunk 2 contiguous, ending within the long row
                     assert tokens[:first].tolist() == list(range(first))
                     assert torch.all(torch.diff(tokens[first:]) == 1) and int(tokens[-1]) <= multiple * context
     assert len(seen_skips) > 3  # the skip is drawn, not fixed
+
+
+def test_pose_reads_the_same_draws_as_every_method_with_shorter_passkey_rows(trained):
+    """PoSE's rows come from the stream every method reads: the same text rows, and passkey rows with the same keys
+    (the answer ends every one) at L + 1 tokens."""
+    from pelab.tasks import get_task
+    from pelab.tasks.lm.data.passkey import DIGITS
+
+    params, root = trained
+    task, cfg = get_task("lm"), params.task("lm")
+    data = task.load_data(root / "data")
+    tuning = finetune_config(cfg)
+    long_inputs, long_targets = task.batches(tuning, data, 3)(0)
+    text, passkey = task.rows(tuning, data, 3, passkey_length=cfg.data.context + 1)(0)
+    n_text = len(text)
+    torch.testing.assert_close(text[:, :-1], long_inputs[:n_text])
+    assert passkey.shape == (len(long_inputs) - n_text, cfg.data.context + 1)
+    torch.testing.assert_close(passkey[:, -DIGITS:], long_targets[n_text:, -DIGITS:])
 
 
 def test_the_fine_tune_is_a_stated_share_of_the_budget_at_m_times_l():
@@ -186,8 +209,12 @@ def test_fine_tuned_runs_are_scored_beside_their_base_run_and_read_as_pseudo_sch
     records = pd.DataFrame([r for scheme in ("rope", "alibi") for k in (0, 1)
                             for r in io.read_jsonl(tmp_path / "results" / "lm" / scheme / f"seed_{k}" / "records.jsonl")])
     shown, names = with_variants(records)
-    assert {"rope+long-tuned", "rope+PI-tuned", "rope+PoSE-tuned", "alibi+long-tuned"} <= set(names)
-    assert "alibi+PI-tuned" not in names
+    assert {"rope+long-tuned", "rope+PI-tuned", "rope+PoSE-tuned", "alibi+long-tuned", "rope+PI-untuned"} <= set(names)
+    assert "alibi+PI-tuned" not in names and "rope+PoSE-untuned" not in names and "rope+long-untuned" not in names
+    # the run read with PI's module at s = 2: another reading of the run within L (positions halved), not the run
+    untuned = shown[(shown["pe"] == "rope+PI-untuned") & (shown["split"] == "at_L") & (shown["metric"] == "ppl_sliding")]
+    run = shown[(shown["pe"] == "rope") & (shown["split"] == "at_L") & (shown["metric"] == "ppl_sliding")]
+    assert len(untuned) == 2 and (untuned["value"].to_numpy() != run["value"].to_numpy()).all()
     for name in ("rope+PI-tuned", "alibi+long-tuned"):
         rows = shown[(shown["pe"] == name) & (shown["split"] == "at_4L") & (shown["metric"] == "ppl_sliding")]
         assert len(rows) == 2 and rows["value"].between(1, 1e4).all()

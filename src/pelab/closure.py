@@ -6,7 +6,8 @@ Imports are followed at module level and inside functions, never under ``if TYPE
 follow meaning:
 
 * a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py,
-  ``pelab.probe``): followed for evaluation stages only, so editing evaluation never retrains; a task's ``paired_records`` (statistics across its runs) only for the
+  ``pelab.probe``), and its recalibration methods the fine-tunes of finished runs (``EVALUATION_METHODS``):
+  followed for evaluation stages only, so editing either never retrains; a task's ``paired_records`` (statistics across its runs) only for the
   aggregate stage (``aggregation``), so editing it never re-scores a run;
 * the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only the
   stage's scheme's is followed (and ``none``, the cross-attention scheme of encoder-decoders);
@@ -24,7 +25,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent  # src/pelab
 SRC = PACKAGE.parent
 ROOT = SRC.parent  # the repository: stages/ and src/
-EVALUATION_METHODS = ("evaluate", "evaluate_recalibrated", "probe", "captures")  # a task's methods that only evaluation stages run
+# a task's methods that only the stages that score runs execute (evaluation; the LM's fine-tunes of its finished runs,
+# runner.recalibrate): never what a run is trained from
+EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluate_recalibrated", "recalibrations", "recalibration",
+                      "recalibrated_model")
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 

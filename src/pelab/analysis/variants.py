@@ -17,7 +17,8 @@ from pelab.positional.temperature import TEMPERATURE
 EXTENSIONS = {variant.suffix: variant.label for variant in MENU}
 REMAPS = {remapping.suffix: remapping.label for remapping in REMAPPINGS}
 # the same runs fine-tuned at M·L with each method in place (another model each: ``runner.recalibrate``)
-TUNED = {method.suffix: method.label for method in RECALIBRATIONS}
+TUNED = {**{m.suffix: m.label for m in RECALIBRATIONS}, **{m.untuned_suffix: m.untuned_label for m in RECALIBRATIONS
+                                                             if m.before == m.name}}
 # and, for every scheme: the log-length attention temperature (``positional.temperature``), the LM's crop-to-L
 # baseline (``tasks.lm.evaluate.crop``), recall's spread axis
 VARIANTS = {**EXTENSIONS, **REMAPS, **TUNED, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread"}
@@ -39,7 +40,8 @@ def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 # the families of variants, each tabulated and drawn on its own against its base schemes
 FAMILIES = {"RoPE's context extensions (HF names)": tuple(EXTENSIONS.values()),
             "training-free remappings of RoPE's distances": tuple(REMAPS.values()),
-            "fine-tuned at M·L with each extension (recalibrated)": tuple(TUNED.values()),
+            "each extension fixed at s = M, on the run as trained (untuned) and fine-tuned at M·L with it (tuned)":
+                tuple(TUNED.values()),
             "the log-length temperature": (TEMPERATURE.label,), "crop to L": ("crop",), "recall's spread axis": ("spread",)}
 
 

@@ -12,6 +12,10 @@ length is M·L, so each is fixed at s = M:
   §3.2–3.4).
 * ``pose``: PI at s, trained on rows of L tokens at positional skip-wise positions (Zhu et al., ICLR 2024,
   https://arxiv.org/abs/2309.10400; ``tasks/lm/recalibrate.pose_batch``).
+
+Each method's "before" is the run as trained read with the same module at the same factor (``<scheme>+PI-untuned`` …;
+PoSE's is PI's; ``long``'s the run itself), so that before and after differ by the fine-tune alone (the zero-shot menu,
+``rope_extensions.MENU``, reads each at the factor a user would set for the row instead).
 """
 
 from __future__ import annotations
@@ -34,6 +38,18 @@ class Method:
     label: str
     rope_type: str | None = None
     pose: bool = False
+    # the method whose module, put on the run as trained (no fine-tune), is this one's "before": the same module at
+    # the same factor (PoSE's is PI's); None: the run as trained
+    before: str | None = None
+
+    @property
+    def untuned_suffix(self) -> str:
+        """The split suffix of the run as trained read with this method's module (``before`` == ``name``)."""
+        return self.suffix.removesuffix("tuned") + "untuned"
+
+    @property
+    def untuned_label(self) -> str:
+        return self.label.removesuffix("tuned") + "untuned"
 
     def applies_to(self, pe: PositionalEncoding) -> bool:
         return self.rope_type is None or pe.variants == "rope_extensions"
@@ -47,17 +63,18 @@ class Method:
         return extend(trained, self.rope_type, factor, context, multiple * context)
 
 
-# suffixes end in "tuned" so that none ends with a zero-shot variant's (``analysis.variants.with_variants``)
+# suffixes end in "tuned" so that none ends with a zero-shot variant's (``analysis.variants.with_variants``); the
+# untuned readings in "untuned"
 METHODS = (
     Method("long", "_longtuned", "long-tuned"),
-    Method("pi", "_pituned", "PI-tuned", "linear"),
-    Method("ntk", "_ntktuned", "NTK-tuned", "dynamic"),
-    Method("yarn", "_yarntuned", "yarn-tuned", "yarn"),
-    Method("pose", "_posetuned", "PoSE-tuned", "linear", pose=True),
+    Method("pi", "_pituned", "PI-tuned", "linear", before="pi"),
+    Method("ntk", "_ntktuned", "NTK-tuned", "dynamic", before="ntk"),
+    Method("yarn", "_yarntuned", "yarn-tuned", "yarn", before="yarn"),
+    Method("pose", "_posetuned", "PoSE-tuned", "linear", pose=True, before="pi"),
 )
 BY_NAME = {method.name: method for method in METHODS}
-# the zero-shot reading of each method's extension (``rope_extensions.MENU``'s suffix; "": the run as trained)
-ZERO_SHOT = {"long": "", "pi": "_pi", "ntk": "_ntk", "yarn": "_yarn", "pose": "_pi"}
+# the methods whose module is also read on the run as trained: the "before" of every method that names it
+UNTUNED = tuple(m for m in METHODS if m.before == m.name)
 
 
 def method(name: str) -> Method:

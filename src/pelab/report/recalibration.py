@@ -1,11 +1,11 @@
 """The LM section's before/after reading of recalibration (issue 56): for each method, its in-range cost and its
-beyond-range gain read zero-shot (the run as trained, read with the method's extension: ``rope_extensions.MENU``) and
-after the fine-tune at M·L (``positional.recalibration``), as paired differences over seeds, and which verdicts the
-fine-tune changes.
+beyond-range gain on the run as trained read with the method's module (``<scheme>+PI-untuned`` …: the same module at the
+same factor s = M) and after the fine-tune at M·L with it (``positional.recalibration``), as paired differences over
+seeds, and which verdicts the fine-tune changes.
 
-Zero-shot, a method is judged against its base run as trained; after, against the same run fine-tuned the same way
-with no extension (``long``: the control), so the fine-tune's own effect is not counted as the method's. ``long``
-itself is judged against the run as trained. PoSE's zero-shot counterpart is PI read at s = T/L (PoSE trains with PI).
+Before, a method is judged against its base run as trained; after, against the same run fine-tuned the same way with no
+extension (``long``: the control), so the fine-tune's own effect is not counted as the method's. ``long`` itself is
+judged against the run as trained. PoSE's "before" is PI's (PoSE trains with PI at s = M).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import math
 import pandas as pd
 
 from pelab.analysis.paired import seed_map
-from pelab.analysis.variants import EXTENSIONS
-from pelab.positional.recalibration import METHODS, ZERO_SHOT
+from pelab.positional.recalibration import BY_NAME, METHODS
 from pelab.report.tables import markdown_table
 from pelab.stats import summarize
 
@@ -59,8 +58,7 @@ def recalibration_reading(records: pd.DataFrame, names: list[str], far: int, mul
             tuned = f"{base}+{method.label}"
             if tuned not in names:
                 continue
-            zero_suffix = ZERO_SHOT[method.name]
-            zero = base if not zero_suffix else f"{base}+{EXTENSIONS[zero_suffix]}"
+            zero = base if method.before is None else f"{base}+{BY_NAME[method.before].untuned_label}"
             after_base = base if method.name == "long" or control is None else control
             cost_before, _ = _cell(_differences(records, zero, base, "at_L")) if zero != base else ("0 (the run)", 0)
             cost_after, _ = _cell(_differences(records, tuned, after_base, "at_L"))
@@ -71,13 +69,14 @@ def recalibration_reading(records: pd.DataFrame, names: list[str], far: int, mul
                          f"`{after_base}`", cost_after, gain_after])
             if zero != base and sign_before != sign_after:
                 changed.append(f"`{base}`'s {method.label.removesuffix('-tuned')} beyond L: "
-                               f"{VERDICT[sign_before]} zero-shot, {VERDICT[sign_after]} after the fine-tune")
-    table = markdown_table(["fine-tuned run", "zero-shot reading", "in-range cost, zero-shot",
-                            f"gain at {far}, zero-shot", "judged after against", "in-range cost, after",
+                               f"{VERDICT[sign_before]} before, {VERDICT[sign_after]} after the fine-tune")
+    table = markdown_table(["fine-tuned run", "before: the run read with its module", "in-range cost, before",
+                            f"gain at {far}, before", "judged after against", "in-range cost, after",
                             f"gain at {far}, after"], rows)
-    lead = (f"Each run fine-tuned at {multiple}L for {share:.0%} of its training steps with each method in place, then "
-            f"scored again (sliding-window perplexity; mean over seeds of the paired differences, [95% t-interval]; "
-            f"cost above 0 and gain above 0 are worse within L and better at {far}).")
+    lead = (f"Each run fine-tuned at {multiple}L for {share:.0%} of its training steps with each method in place (fixed "
+            f"at s = {multiple}), then scored again; before: the run as trained read with the same module "
+            f"(sliding-window perplexity; mean over seeds of the paired differences, [95% t-interval]; a cost above 0 "
+            f"is worse within L, a gain above 0 better at {far}).")
     sentences = [lead] + (["What the fine-tune changes: " + "; ".join(changed) + "."] if changed else
                           ["No verdict beyond L changes sign once the fine-tune is in (at 95%, where both were read)."])
     return table, sentences

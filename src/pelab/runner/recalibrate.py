@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pelab.params import Params
 
 SELECTED_ON = "val_loss"
+DROPOUT_OFFSET = 7_100_017  # a fine-tune's dropout stream: the run's seed plus this (its rows are the task's draws)
 RECALIBRATED = "recalibrated"  # the folder beside a scheme's seeds
 
 
@@ -46,13 +47,13 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _code(method: Any) -> str:
-    """The source of this module and of the module defining ``method`` (the task's recalibration): an edit fine-tunes
-    again."""
-    import sys
+def _code(*parts: Any) -> str:
+    """The source of this module and of the modules defining ``parts`` (the method, the fine-tune's batches and loss):
+    an edit to them fine-tunes again (what the base run was trained from is in the identity too)."""
+    import inspect
 
-    sources = (Path(sys.modules[type(method).__module__].__file__), Path(__file__))
-    return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
+    sources = {Path(__file__), *(Path(inspect.getsourcefile(p if callable(p) else type(p))) for p in parts)}
+    return hashlib.sha256(b"".join(path.read_bytes() for path in sorted(sources))).hexdigest()
 
 
 def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int], data_dir: str | Path,
@@ -81,7 +82,7 @@ def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequenc
             identity = {"task": task_name, "scheme": scheme, "method": method.name, "base": _sha256(base / WEIGHTS),
                         "context": cfg.data.context, "multiple": tuning.data.context // cfg.data.context,
                         "train": to_dict(tuning.train), "precision": precision(dev),
-                        "code": _code(method) + trained_from,
+                        "code": _code(method, next_batch, loss, task.recalibration) + trained_from,
                         "selected_on": SELECTED_ON}
             done.append(out)
             if store is not None and store.restore(seed, identity, out, None):
@@ -90,7 +91,7 @@ def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequenc
                 continue
             validate = task.validation(tuning, data, dev)
             start = time.perf_counter()
-            with seeded(seed + 7_000_003):  # the dropout streams, the same for every method
+            with seeded(seed + DROPOUT_OFFSET):  # the dropout streams, the same for every method
                 [result] = train(
                     [model], [next_batch], loss, tuning.train, dev, desc=f"{task_name} {scheme}+{method.label} "
                     f"seed {seed}", on_log=(lambda step, m: validate(m)) if validate else None,
@@ -130,13 +131,19 @@ def load_recalibrated(params: Params, runs_root: str | Path, task_name: str, sch
 def recalibrated_rows(params: Params, runs_root: str | Path, task_name: str, scheme: str, seed: int, data: Any,
                       device: torch.device) -> list[dict[str, Any]]:
     """The evaluation rows of every fine-tuned run of (``task_name``, ``scheme``, ``seed``) (each method's split
-    suffix), and each one's fine-tune cost under split ``train<suffix>``; tidy, with task, pe and seed."""
+    suffix), of the run as trained read with each method's module (``Method.untuned_suffix``: the method's "before"),
+    and each fine-tune's cost under split ``train<suffix>``; tidy, with task, pe and seed."""
     task, cfg = get_task(task_name), params.task(task_name)
     rows: list[dict[str, Any]] = []
     for method in task.recalibrations(cfg, scheme):
         model, meta = load_recalibrated(params, runs_root, task_name, scheme, method, seed)
         with torch.no_grad():
-            rows += task.evaluate_recalibrated(cfg, model.to(device), data, device, method)
+            rows += task.evaluate_recalibrated(cfg, model.to(device), data, device, method.suffix)
+            if method.before == method.name:  # its "before": the run as trained, read with the same module
+                run = load_run(run_dir(runs_root, task_name, scheme, seed))
+                untuned = task.recalibrated_model(run.model, method, int(meta["context"]), int(meta["multiple"]))
+                rows += task.evaluate_recalibrated(cfg, untuned.eval().to(device), data, device,
+                                                   method.untuned_suffix)
         rows += [{"split": "train" + method.suffix, "length": "all", "metric": metric, "value": float(meta["cost"][metric])}
                  for metric in ("best_step", "steps", "tokens", "wall_time_s") if meta["cost"].get(metric) is not None]
     return [{"task": task_name, "pe": scheme, "seed": seed, **row} for row in rows]

@@ -223,8 +223,8 @@ class Task(ABC):
         raise NotImplementedError(f"task {self.name!r} has no recalibration")
 
     def evaluate_recalibrated(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
-                              method: Any) -> list[dict[str, Any]]:
-        """Tidy rows of a fine-tuned run, every split with the method's suffix."""
+                              suffix: str) -> list[dict[str, Any]]:
+        """Tidy rows of a fine-tuned run (or of a run read with a method's module), every split with ``suffix``."""
         raise NotImplementedError(f"task {self.name!r} has no recalibration")
 
     # ------------------------------------------------------------------------------------- evaluation

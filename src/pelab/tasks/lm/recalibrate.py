@@ -26,10 +26,10 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from pelab.positional.recalibration import BY_NAME, METHODS, ZERO_SHOT, Method, method
+from pelab.positional.recalibration import BY_NAME, METHODS, UNTUNED, Method, method
 from pelab.tasks.base import Batch, TaskConfig, loss_logits
 
-__all__ = ["BY_NAME", "METHODS", "ZERO_SHOT", "Method", "finetune_config", "method", "pose_batch", "pose_batches",
+__all__ = ["BY_NAME", "METHODS", "UNTUNED", "Method", "finetune_config", "method", "pose_batch", "pose_batches",
            "pose_loss"]
 
 SEED_OFFSET = 7_000_003  # the fine-tune's row stream: seed + this, the same for every method of a run
@@ -50,26 +50,33 @@ def finetune_config(cfg: TaskConfig) -> TaskConfig:
     return dataclasses.replace(cfg, data=data, train=train)
 
 
-def pose_batch(batch: Batch, context: int, generator: torch.Generator, groups: int = POSE_GROUPS) -> Batch:
-    """A batch of rows of M·L + 1 tokens (inputs, targets: (B, M·L)) -> PoSE's rows of L + 1 tokens: inputs, targets
-    (B, L) and positions (G, L), one row of positions per group of B/G rows.
+def pose_batch(text: torch.Tensor, passkey: torch.Tensor | None, context: int, generator: torch.Generator,
+               groups: int = POSE_GROUPS) -> Batch:
+    """PoSE's rows of L + 1 tokens from text rows of M·L + 1 tokens (B − P, M·L + 1) and passkey rows of L + 1 tokens
+    (P, L + 1) or None: inputs, targets (B, L) and positions (G, L), one row of positions per group of B/G rows
+    (text rows first, as the batch's rows come).
 
     As the reference's ``train_preprocess_function_pose`` with two chunks, on the L + 1 tokens of a row (the inputs
-    and targets of L predictions): the first chunk is the row's first r tokens, r ~ U{1, ⌈(L+1)/2⌉}; the second the
-    L + 1 − r tokens ending at e ~ U{L + 1, M·L + 1} (per row); positions 0..r−1, then r + u.. for the second
-    chunk, u ~ U{0, M·L − L} (the skip; the reference's revised lt = 0), so no input position exceeds M·L − 1."""
-    inputs, targets = batch
-    rows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (B, M·L + 1)
-    n, total = rows.shape
+    and targets of L predictions): the positions are 0..r−1 for the first chunk, r ~ U{1, ⌈(L+1)/2⌉}, then r + u..
+    for the second, u ~ U{0, M·L − L} (the skip; the reference's revised lt = 0), so no input position exceeds
+    M·L − 1. A text row's first chunk is its first r tokens, its second the L + 1 − r tokens ending at e ~
+    U{L + 1, M·L + 1} (per row). A passkey row is read whole at those positions: its key and answer stay in the row (a
+    row cut from one of M·L + 1 tokens would keep its answer only if e fell on the last token), and the skip puts the
+    filler between them at distances up to M·L, as PoSE simulates a long row."""
+    rows = list(text) + ([] if passkey is None else list(passkey))
+    n, total, length = len(rows), text.shape[1], context + 1
     groups = math.gcd(n, groups)
-    length = context + 1
-    out, positions = [], []
-    for group in rows.chunk(groups):
+    out, positions, size = [], [], n // groups
+    ids = torch.arange(length)
+    for g in range(groups):
         r = int(torch.randint(1, (length + 1) // 2 + 1, (1,), generator=generator))
         skip = int(torch.randint(0, total - length + 1, (1,), generator=generator))
-        ends = torch.randint(length, total + 1, (len(group),), generator=generator).tolist()
-        out += [torch.cat([row[:r], row[end - (length - r):end]]) for row, end in zip(group, ends)]
-        ids = torch.arange(length)
+        for row in rows[g * size:(g + 1) * size]:
+            if len(row) == length:  # a passkey row
+                out.append(row)
+                continue
+            end = int(torch.randint(length, total + 1, (1,), generator=generator))
+            out.append(torch.cat([row[:r], row[end - (length - r):end]]))
         positions.append(torch.where(ids < r, ids, ids + skip)[:-1])
     chunked = torch.stack(out)  # (B, L + 1)
     return chunked[:, :-1], chunked[:, 1:], torch.stack(positions)
@@ -85,12 +92,15 @@ def pose_loss(model, batch: Batch) -> tuple[torch.Tensor, int]:
     return torch.stack(losses).mean(), targets.numel()
 
 
-def pose_batches(next_batch: Callable[[int], Batch], context: int, seed: int) -> Callable[[int], Batch]:
-    """``next_batch`` (rows of M·L + 1 tokens, the stream every method reads) cut into PoSE's rows, the draws from
-    a generator of their own (resumable: the loop replays the stream up to a resumed step)."""
+def pose_batches(next_rows: Callable[[int], tuple[torch.Tensor, torch.Tensor | None]], context: int,
+                 seed: int) -> Callable[[int], Batch]:
+    """PoSE's batches from ``next_rows`` (``LMTask.rows``: the text rows of M·L + 1 tokens every method reads, the
+    passkey rows at L + 1), the draws from a generator of their own (resumable: the loop replays the stream up to a
+    resumed step)."""
     generator = torch.Generator().manual_seed(seed + SEED_OFFSET + 1)
 
     def next_pose_batch(step: int) -> Batch:
-        return pose_batch(next_batch(step), context, generator)
+        text, passkey = next_rows(step)
+        return pose_batch(text, passkey, context, generator)
 
     return next_pose_batch

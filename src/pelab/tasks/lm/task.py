@@ -21,7 +21,6 @@ from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
 from pelab.tasks.base import Batch, Task, TaskConfig, loss_logits
 from pelab.tasks.lm import data as lm_data
-from pelab.tasks.lm import recalibrate
 from pelab.tasks.lm.config import LMDataConfig, LMEvalConfig, LMTrainConfig, ModelConfig
 from pelab.tasks.lm.data import LMData
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
@@ -101,6 +100,19 @@ class LMTask(Task):
         return build_lm(scheme, int(info["vocab_size"]), model_cfg, options, seed)
 
     def batches(self, cfg: TaskConfig, data: LMData, seed: int) -> Callable[[int], Batch]:
+        next_rows = self.rows(cfg, data, seed)
+
+        def next_batch(step: int) -> Batch:
+            rows = torch.cat([r for r in next_rows(step) if r is not None])  # (B, L + 1)
+            return rows[:, :-1], rows[:, 1:]
+
+        return next_batch
+
+    def rows(self, cfg: TaskConfig, data: LMData, seed: int,
+             passkey_length: int | None = None) -> Callable[[int], tuple[torch.Tensor, torch.Tensor | None]]:
+        """next_rows(step) -> (text rows (B − P, L + 1), passkey rows (P, ``passkey_length``, default L + 1) or None):
+        the batch's rows before they are split into inputs and targets (PoSE's fine-tune reads the same draws with
+        shorter passkey rows: ``recalibrate.pose_batches``)."""
         order = torch.Generator().manual_seed(seed)
         length, batch_size = cfg.data.context + 1, cfg.train.batch_size
         n_passkey = round(cfg.train.passkey_share * batch_size)
@@ -108,17 +120,16 @@ class LMTask(Task):
         fmt.check(cfg.data.context)  # evaluation scores passkey rows of length L whatever the training share
         stream = data.train
 
-        def next_batch(step: int) -> Batch:
+        def next_rows(step: int) -> tuple[torch.Tensor, torch.Tensor | None]:
             starts = torch.randint(0, len(stream) - length + 1, (batch_size - n_passkey,), generator=order)
-            rows = [text_rows(stream, starts, length)]
+            passkey = None
             if n_passkey:
                 depths = torch.rand(n_passkey, generator=order).tolist()
                 keys = torch.randint(0, 10, (n_passkey, 5), generator=order).tolist()
-                rows.append(torch.stack([fmt.row(length, d, k) for d, k in zip(depths, keys)]))
-            rows = torch.cat(rows)  # (B, L + 1)
-            return rows[:, :-1], rows[:, 1:]
+                passkey = torch.stack([fmt.row(passkey_length or length, d, k) for d, k in zip(depths, keys)])
+            return text_rows(stream, starts, length), passkey
 
-        return next_batch
+        return next_rows
 
     def loss(self, cfg: TaskConfig):
         return lm_loss
@@ -179,36 +190,40 @@ class LMTask(Task):
             raise ValueError(f"lm.eval.recalibrate_multiple={e.recalibrate_multiple} must not exceed the longest "
                              f"evaluation multiple ({max(e.multiples)}, lm.eval.multiples)")
 
-    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list[recalibrate.Method]:
+    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
         """``lm.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
-        them), if ``lm.eval.recalibrate`` lists it."""
+        them), if ``lm.eval.recalibrate`` lists it (``positional.recalibration.Method``)."""
         from pelab.positional import build_positional_encoding
+        from pelab.positional.recalibration import method
 
         if scheme not in cfg.eval.recalibrate:
             return []
         pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads, causal=True,
                                        n_layers=cfg.model.n_layers, options=cfg.options(scheme))
-        return [m for m in map(recalibrate.method, cfg.eval.recalibrate_methods) if m.applies_to(pe)]
+        return [m for m in map(method, cfg.eval.recalibrate_methods) if m.applies_to(pe)]
 
-    def recalibration(self, cfg: TaskConfig, data: LMData, method: recalibrate.Method, seed: int,
-                      model: SequenceTransformer):
+    def recalibration(self, cfg: TaskConfig, data: LMData, method, seed: int, model: SequenceTransformer):
+        """The fine-tune of ``tasks/lm/recalibrate.py``: rows of M·L + 1 tokens from one stream (the same draws for
+        every method), PoSE's cut from them."""
+        from pelab.tasks.lm import recalibrate
+
         tuning = recalibrate.finetune_config(cfg)
         tuned = self.recalibrated_model(model, method, cfg.data.context, cfg.eval.recalibrate_multiple)
-        next_batch = self.batches(tuning, data, seed + recalibrate.SEED_OFFSET)  # the same rows for every method
-        if method.pose:
-            return tuning, tuned, recalibrate.pose_batches(next_batch, cfg.data.context, seed), recalibrate.pose_loss
-        return tuning, tuned, next_batch, lm_loss
+        if method.pose:  # its passkey rows at L + 1 tokens: the same keys and depths, the filler shorter
+            next_rows = self.rows(tuning, data, seed + recalibrate.SEED_OFFSET, passkey_length=cfg.data.context + 1)
+            return tuning, tuned, recalibrate.pose_batches(next_rows, cfg.data.context, seed), recalibrate.pose_loss
+        return tuning, tuned, self.batches(tuning, data, seed + recalibrate.SEED_OFFSET), lm_loss
 
-    def recalibrated_model(self, model: SequenceTransformer, method: recalibrate.Method, context: int,
+    def recalibrated_model(self, model: SequenceTransformer, method, context: int,
                            multiple: int) -> SequenceTransformer:
         if method.rope_type is None:
             return model
         return model.with_positional(method.module(model.pe, context, multiple))
 
-    def evaluate_recalibrated(self, cfg, model, data, device, method):
+    def evaluate_recalibrated(self, cfg, model, data, device, suffix):
         from pelab.tasks.lm.evaluate import evaluate_recalibrated
 
-        return evaluate_recalibrated(cfg, model, data, device, method.suffix)
+        return evaluate_recalibrated(cfg, model, data, device, suffix)
 
     def probe(self, cfg: TaskConfig, data: LMData):
         """The opening tokens of the first test speeches, at every evaluation length (L first)."""
