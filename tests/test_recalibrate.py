@@ -169,7 +169,7 @@ def test_a_killed_fine_tune_resumes_to_the_same_weights_and_a_kept_one_is_not_tu
 
     def killed_once(models, *args, **kwargs):
         calls.append(kwargs["desc"])
-        if len(calls) == 2:  # the pi fine-tune, killed at its third logged row (its state saved at the second)
+        if len(calls) == 3:  # PoSE's fine-tune (its own draws replayed on resume), killed at its third logged row
             def kill(row):
                 if row["step"] == 3:
                     raise KeyboardInterrupt
@@ -179,15 +179,15 @@ def test_a_killed_fine_tune_resumes_to_the_same_weights_and_a_kept_one_is_not_tu
     monkeypatch.setattr(recal, "train", killed_once)
     with pytest.raises(KeyboardInterrupt):
         recal.recalibrate_runs(params, "lm", "rope", [0], root / "data", runs, device="cpu", kept=kept)
-    assert (kept / "recalibrated" / "long" / "seed_0" / "model.pt").exists()
-    assert torch.load(kept / "recalibrated" / "pi" / "state.pt", weights_only=False)["step"] == 2
+    assert (kept / "recalibrated" / "pi" / "seed_0" / "model.pt").exists()
+    assert torch.load(kept / "recalibrated" / "pose" / "state.pt", weights_only=False)["step"] == 2
     shutil.rmtree(runs / "lm" / "rope" / "recalibrated")  # as DVC does before it reruns the stage
     again = recal.recalibrate_runs(params, "lm", "rope", [0], root / "data", runs, device="cpu", kept=kept)
-    assert len(calls) == 4  # long restored; pi resumed; pose tuned
+    assert len(calls) == 4  # long and pi restored; pose resumed
     for path in again:
         for name, tensor in torch.load(path / "model.pt", weights_only=True).items():
             torch.testing.assert_close(tensor, weights[path.parent.name][name], rtol=1e-5, atol=1e-6)
-    assert not (kept / "recalibrated" / "pi" / "state.pt").exists()
+    assert not (kept / "recalibrated" / "pose" / "state.pt").exists()
     meta = io.read_json(again[1] / "run.json")
     assert meta["method"] == "pi" and meta["multiple"] == 2 and meta["cost"]["steps"] == 5
 
