@@ -223,3 +223,28 @@ def test_fine_tuned_runs_are_scored_beside_their_base_run_and_read_as_pseudo_sch
     plain = shown[(shown["pe"] == "rope") & (shown["split"] == "at_L") & (shown["metric"] == "ppl_sliding")]
     tuned = shown[(shown["pe"] == "rope+long-tuned") & (shown["split"] == "at_L") & (shown["metric"] == "ppl_sliding")]
     assert not plain["value"].reset_index(drop=True).equals(tuned["value"].reset_index(drop=True))  # another model
+
+
+def test_the_before_after_table_pairs_seeds_and_names_a_verdict_that_changes():
+    """Synthetic records: PI costs 1.0 within L before and 0.5 after; at 4L it gains 2.0 before (every seed) and
+    loses 1.0 after against long-tuned; the table holds those paired means and the sentence names the change."""
+    import pandas as pd
+
+    from pelab.report.recalibration import recalibration_reading
+
+    at = {"rope": (10.0, 20.0), "rope+PI-untuned": (11.0, 18.0), "rope+long-tuned": (9.0, 15.0),
+          "rope+PI-tuned": (9.5, 16.0)}
+    rows = [{"task": "lm", "pe": name, "seed": seed, "split": split, "length": "all", "metric": "ppl_sliding",
+             "value": value + 0.01 * seed * (k + 1)}  # small seed noise, the same for every row of a split
+            for name, values in at.items() for seed in range(3)
+            for k, (split, value) in enumerate(zip(("at_L", "at_4L"), values))]
+    table, sentences = recalibration_reading(pd.DataFrame(rows), list(at)[1:], far=256, multiple=2, share=0.1)
+    pi = next(line for line in table.splitlines() if line.startswith("| `rope+PI-tuned`"))
+    cells = [c.strip() for c in pi.strip("|").split("|")]
+    assert cells[1] == "`rope+PI-untuned`" and cells[4] == "`rope+long-tuned`"
+    assert cells[2].startswith("+1.00 [") and cells[3].startswith("+2.00 [")
+    assert cells[5].startswith("+0.50 [") and cells[6].startswith("-1.00 [")
+    long = next(line for line in table.splitlines() if line.startswith("| `rope+long-tuned`"))
+    assert "`rope`" in long and "-1.00 [" in long and "+5.00 [" in long
+    assert "`rope`'s PI beyond L: helps before, hurts after the fine-tune" in sentences[1]
+    assert "for 10% of its training steps" in sentences[0]

@@ -73,8 +73,6 @@ METHODS = (
     Method("pose", "_posetuned", "PoSE-tuned", "linear", pose=True, before="pi"),
 )
 BY_NAME = {method.name: method for method in METHODS}
-# the methods whose module is also read on the run as trained: the "before" of every method that names it
-UNTUNED = tuple(m for m in METHODS if m.before == m.name)
 
 
 def method(name: str) -> Method:

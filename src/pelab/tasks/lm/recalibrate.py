@@ -26,11 +26,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from pelab.positional.recalibration import BY_NAME, METHODS, UNTUNED, Method, method
 from pelab.tasks.base import Batch, TaskConfig, loss_logits
-
-__all__ = ["BY_NAME", "METHODS", "UNTUNED", "Method", "finetune_config", "method", "pose_batch", "pose_batches",
-           "pose_loss"]
 
 SEED_OFFSET = 7_000_003  # the fine-tune's row stream: seed + this, the same for every method of a run
 WARMUP_SHARE = 0.05  # of the fine-tune's steps
