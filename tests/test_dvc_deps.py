@@ -89,6 +89,11 @@ def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_
         str(p.relative_to(ROOT)) for p in closure(ROOT / "src/pelab/runner/evaluate.py", "copy", "rope", True)}
     assert "src/pelab/tasks/copy/evaluate.py" not in {
         str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "copy", "rope", False)}
+    # one study's evaluation code is no dependency of another study's run stages (the e2e test edits both at once)
+    assert "src/pelab/tasks/copy/evaluate.py" not in {
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "reverse", "rope", True)}
+    assert "src/pelab/tasks/length/evaluate.py" not in {
+        str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "copy", "rope", True)}
 
 
 def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():

@@ -180,16 +180,16 @@ def test_repro_again_is_a_no_op(project):
 
 
 def test_editing_evaluation_code_rescores_that_task_and_trains_nothing(project):
-    path = project / "src/pelab/tasks/copy/evaluate.py"
-    path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
+    """Copy's and the length study's evaluation code edited at once, one repro (each costs the suite an aggregate and
+    a report): copy's run stages and the length stages score again, translation's do not, nothing trains. (That an
+    edit to one task's evaluation is no dependency of another study's stages: tests/test_dvc_deps.py.)"""
+    for rel in ("src/pelab/tasks/copy/evaluate.py", "src/pelab/tasks/length/evaluate.py"):
+        path = project / rel
+        path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
     out = run(["dvc", "repro"], project)
     assert ran(out, "run") == trains(tasks=["copy"]) and trained(out) == set()  # every run restored, scored again
-    assert {"aggregate", "report"} <= ran(out, "") and ran(out, "prepare") == set()
-    path = project / "src/pelab/tasks/length/evaluate.py"
-    path.write_text(path.read_text() + "\n# an edit to evaluation code\n")
-    out = run(["dvc", "repro"], project)
-    assert ran(out, "run") == set() and trained(out) == set()
     assert ran(out, "run_length") == length_stages()
+    assert {"aggregate", "report"} <= ran(out, "") and ran(out, "prepare") == set()
 
 
 def test_editing_plotting_code_reruns_only_the_report_which_reads_files(project):
