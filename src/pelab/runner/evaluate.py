@@ -60,16 +60,16 @@ def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | 
     is done. One line per seed through ``echo``."""
     task = get_task(task_name)
     data = task.load_data(Path(data_dir))
+    tuned = recalibrated and bool(task.recalibrations(params.task(task_name), scheme))
+    dev = pick_device(params.device) if tuned else None
     with io.atomic_dir(out_dir) as tmp:
         for seed in (params.seeds if seeds is None else seeds):
             start = time.perf_counter()
             run = run_dir(runs_root, task_name, scheme, seed)
             rows = evaluate_run(params, run, data_dir, Path(tmp) / f"seed_{seed}", data=data)
-            if recalibrated and task.recalibrations(params.task(task_name), scheme):  # beside the run's rows
-                records = Path(tmp) / f"seed_{seed}" / "records.jsonl"
-                dev = pick_device(params.device)
-                io.write_jsonl(records, io.read_jsonl(records) + recalibrated_rows(
-                    params, runs_root, task_name, scheme, seed, data, dev))
+            if tuned:  # the fine-tuned runs' rows beside the run's (evaluate_run returns the rows it wrote)
+                io.write_jsonl(Path(tmp) / f"seed_{seed}" / "records.jsonl",
+                               rows + recalibrated_rows(params, runs_root, task_name, scheme, seed, data, dev))
             shown = [r for r in rows if r["length"] == "all" and r["metric"] in task.headline.get(r["split"], [])][:4]
             echo(f"evaluated {task_name} {scheme} seed {seed}: "
                  + ", ".join(f"{r['split']} {r['metric']} {r['value']:.4g}" for r in shown)

@@ -135,13 +135,13 @@ def recalibrated_rows(params: Params, runs_root: str | Path, task_name: str, sch
     and each fine-tune's cost under split ``train<suffix>``; tidy, with task, pe and seed."""
     task, cfg = get_task(task_name), params.task(task_name)
     rows: list[dict[str, Any]] = []
+    trained = load_run(run_dir(runs_root, task_name, scheme, seed)).model  # the run as trained, read once
     for method in task.recalibrations(cfg, scheme):
         model, meta = load_recalibrated(params, runs_root, task_name, scheme, method, seed)
         with torch.no_grad():
             rows += task.evaluate_recalibrated(cfg, model.to(device), data, device, method.suffix)
             if method.before == method.name:  # its "before": the run as trained, read with the same module
-                run = load_run(run_dir(runs_root, task_name, scheme, seed))
-                untuned = task.recalibrated_model(run.model, method, int(meta["context"]), int(meta["multiple"]))
+                untuned = task.recalibrated_model(trained, method, int(meta["context"]), int(meta["multiple"]))
                 rows += task.evaluate_recalibrated(cfg, untuned.eval().to(device), data, device,
                                                    method.untuned_suffix)
         rows += [{"split": "train" + method.suffix, "length": "all", "metric": metric, "value": float(meta["cost"][metric])}
