@@ -36,7 +36,7 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
     params = compose_params(ROOT / "conf", [])
     context = {"tasks": params["tasks"], "pe.schemes": params["pe"]["schemes"], "length_tasks": params["length_tasks"],
                "length_schemes": params["length_schemes"], "lm_tasks": params["lm_tasks"],
-               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"],
+               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"], "main_runs": params["main_runs"],
                **{f"tune.{key}": params["tune"][key] for key in ("tasks", "length_tasks", "lm_tasks")}}
     out = []
     stages = {}
@@ -44,7 +44,8 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
         stages.update(yaml.safe_load(path.read_text())["stages"])
     for name, stage in stages.items():
         if "foreach" in stage:
-            items = [{"": value} for value in context[stage["foreach"].strip("${}")]]
+            loop = context[stage["foreach"].strip("${}")]  # a list, or a mapping of items ({task, scheme})
+            items = list(loop.values()) if isinstance(loop, dict) else [{"": value} for value in loop]
             body = stage["do"]
         elif "matrix" in stage:
             keys = list(stage["matrix"])

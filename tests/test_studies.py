@@ -11,6 +11,7 @@ import yaml
 from conftest import smoke_raw
 from tiny_reverse.task import TINY
 
+from pelab.compose import compose_params
 from pelab.params import parse_params
 from pelab.studies import STUDIES, StudyRecord, record
 from pelab.tasks import TASKS
@@ -117,8 +118,6 @@ def test_a_task_in_another_study_s_list_stops_composition_in_one_line(repo_root,
 
 
 def test_a_study_list_that_is_not_a_list_stops_composition_and_set_fills_a_null_parent(repo_root):
-    from pelab.compose import compose_params
-
     with pytest.raises(ValueError, match=r"length_tasks must be a list, e.g. 'length_tasks=\[reverse\]', got 'reverse'$"):
         compose_params(repo_root / "conf", ["length_tasks=reverse"])
     with pytest.raises(ValueError, match=r"task 'copy' is listed twice, in tasks$"):
@@ -149,6 +148,29 @@ def test_a_length_task_runs_with_a_list_of_its_own_and_the_report_reads_it_back(
     assert study.schemes_of("indirect_causal") == ("rope", "pope") and study.with_study_schemes("length") == ("reverse",)
     assert parse_params(smoke_raw(length_tasks=["reverse"], length_schemes=["none"]),
                         check_cuda=False).studies["length"].task_schemes == ()  # absent: no task has its own list
+
+
+def test_a_main_task_s_own_list_filters_pe_and_its_run_stages_are_exactly_those_pairs(repo_root):
+    """`main_task_schemes` narrows a task of the main study (a stage per (task, scheme)) to the schemes of `pe` it names:
+    a filter, so `-S pe=…` still selects, and composition gives the run stages' foreach exactly the pairs that run,
+    named as the matrix named them."""
+    runs = compose_params(repo_root / "conf", ["profile=smoke", "pe=[none,sinusoidal,alibi]",
+                                               "+main_task_schemes.translation=[alibi,none,fire]"])["main_runs"]
+    assert list(runs) == ["copy-none", "copy-sinusoidal", "copy-alibi", "translation-none", "translation-alibi"]
+    assert runs["translation-alibi"] == {"task": "translation", "scheme": "alibi"}
+    runs = compose_params(repo_root / "conf", ["profile=smoke", "pe=[rope]", "tasks=[translation]",
+                                               "+main_task_schemes.translation=[alibi]"])["main_runs"]
+    assert runs == {}  # nothing of translation's window selected: no stage
+    raw = smoke_raw(tasks=["copy", "translation"], main_task_schemes={"translation": ["alibi", "none"]})
+    StudyRecord.set(raw, "pe.schemes", ["none", "sinusoidal", "alibi"])
+    params = parse_params(raw, check_cuda=False)
+    assert params.schemes_of("copy") == ("none", "sinusoidal", "alibi")
+    assert params.schemes_of("translation") == ("none", "alibi")  # in the order of pe.schemes
+    assert params.with_study_schemes("main") == ("copy",)
+    StudyRecord.set(raw, "tune.tasks", ["translation"])
+    with pytest.raises(ValueError, match=r"^tune.tasks lists 'translation', which main_task_schemes gives a list of its "
+                                         r"own; tuning runs a task with every scheme of pe.schemes: remove one of them$"):
+        parse_params(raw, check_cuda=False)
 
 
 @pytest.mark.parametrize("change, words", [

@@ -54,12 +54,45 @@ def checked_study_lists(*, _root_: Any) -> str:
     return "checked"
 
 
+def study_runs(name: str, *, _root_: Any) -> Any:
+    """The resolver of conf/config.yaml's ``<study>_runs`` (``StudyRecord.runs_key``): {"<task>-<scheme>": {"task":
+    task, "scheme": scheme}} for every task of study ``name`` and every scheme it runs (the study's list, filtered by
+    the task's own list where it has one), in list order: what its run stages' DVC foreach reads. A malformed list is
+    left to the check stage, which names it."""
+    from omegaconf import OmegaConf
+
+    from pelab.studies import STUDIES
+
+    study = next(s for s in STUDIES if s.name == name)
+
+    def resolved(key: str) -> Any:
+        node = OmegaConf.select(_root_, key)
+        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+    try:
+        tasks = study.values(_nested(study.tasks_key, resolved), study.tasks_key)
+        schemes = tuple(study.values(_nested(study.schemes_key, resolved), study.schemes_key))
+        own = study.task_schemes_in({study.task_schemes_key: resolved(study.task_schemes_key)})
+    except ValueError:
+        return OmegaConf.create({})
+    # a config node, not a dict: DVC resolves the composition in place (OmegaConf.resolve)
+    return OmegaConf.create({f"{t}-{s}": {"task": str(t), "scheme": str(s)} for t in tasks
+                             for s in (study.own_schemes(schemes, tuple(own[t])) if t in own else schemes)})
+
+
+def _nested(key: str, resolved) -> dict[str, Any]:
+    """{first part of dotted ``key``: its resolved value}: what ``StudyRecord.values`` reads ``key`` from."""
+    head = key.split(".")[0]
+    return {head: resolved(head)}
+
+
 def register_resolvers() -> None:
-    """Register ``checked_study_lists`` with OmegaConf as ``pelab_study_lists`` (for pelab's own composition here,
-    and in DVC's through ``hydra_plugins/pelab_resolvers.py``)."""
+    """Register ``checked_study_lists`` and ``study_runs`` with OmegaConf as ``pelab_study_lists`` and ``pelab_runs``
+    (for pelab's own composition here, and in DVC's through ``hydra_plugins/pelab_resolvers.py``)."""
     from omegaconf import OmegaConf
 
     OmegaConf.register_new_resolver("pelab_study_lists", checked_study_lists, replace=True)
+    OmegaConf.register_new_resolver("pelab_runs", study_runs, replace=True)
 
 
 def _one_line(message: str, overrides: list[str]) -> str:

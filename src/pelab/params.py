@@ -96,7 +96,13 @@ def parse_params(raw: dict[str, Any], *, check_cuda: bool = True) -> Params:
             if not own[name]:
                 raise ValueError(f"{study.task_schemes_key}.{name} is empty; list at least one scheme, e.g. "
                                  f"'{study.task_schemes_key}.{name}=[none,rope]', or remove the entry")
-        lists[study.name] = StudyValues(study_tasks, study_schemes, tuple((t, own[t]) for t in study_tasks if t in own))
+        if study.per_scheme:  # its tune stages cross its tuned tasks with its whole list
+            for name in (t for t in study.values(raw, study.tune_key) if t in own):
+                raise ValueError(f"{study.tune_key} lists {name!r}, which {study.task_schemes_key} gives a list of its "
+                                 f"own; tuning runs a task with every scheme of {study.schemes_key}: remove one of them")
+        lists[study.name] = StudyValues(study_tasks, study_schemes,
+                                        tuple((t, study.own_schemes(study_schemes, own[t])) for t in study_tasks
+                                              if t in own))
     seeds = tuple(raw.get("seeds") or ())
     if not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {list(seeds)}")

@@ -91,8 +91,10 @@ class StudyRecord:
     schemes_key: str = ""  # the params list of its schemes (dotted)
     select: str = ""  # the override that runs a subset of its schemes (`pe=[rope,t5]`: pe is a config group)
     tune_key: str = ""  # the params list of its tuned tasks (a subset of tasks_key)
-    # the params mapping {task: its schemes} of the tasks run with a list of their own (`length_task_schemes`); None
-    # for a study with a stage per (task, scheme), whose DVC matrix crosses every task with every scheme
+    # the params mapping {task: its schemes} of the tasks run with a list of their own (`length_task_schemes`): in place
+    # of the study's list where a stage runs every scheme of a task; where a stage runs one (task, scheme), the schemes
+    # of the study's list the task runs (`main_task_schemes`: a filter, so `-S pe=alibi` still selects). None (the
+    # default there): every task crosses every scheme (a DVC matrix)
     task_schemes_key: str | None = ""
     package: str | None = ""  # its tasks' package (pelab/tasks/<package>, or a top-level package of that name) and
     # the params section every task shares, default: the name; None: each task is its own package and section
@@ -113,6 +115,18 @@ class StudyRecord:
             object.__setattr__(self, "select", self.schemes_key)
         if self.suffix is None:
             object.__setattr__(self, "suffix", f"_{self.name}")
+
+    @property
+    def runs_key(self) -> str | None:
+        """The params mapping {"<task>-<scheme>": {task, scheme}} of a study with a stage per (task, scheme) whose tasks
+        may have lists of their own (composed by ``pelab.compose.study_runs``; its run stages are a DVC foreach over
+        it, named as the matrix would name them, run@<task>-<scheme>); None for the others."""
+        return f"{self.name}_runs" if self.per_scheme and self.task_schemes_key else None
+
+    def own_schemes(self, schemes: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:
+        """The schemes a task with its own list ``own`` runs, given the study's ``schemes``: ``own`` in place of them
+        (a stage per task), or those of them ``own`` names (a stage per (task, scheme): a filter)."""
+        return tuple(s for s in schemes if s in own) if self.per_scheme else own
 
     def pipeline(self, kind: str) -> str:
         """The file of ``kind``'s stage group (``STAGE_KINDS``)."""
@@ -182,7 +196,7 @@ class StudyRecord:
 # append one.
 STUDIES: list[StudyRecord] = [
     StudyRecord("main", tasks_key="tasks", schemes_key="pe.schemes", select="pe", tune_key="tune.tasks",
-                package=None, suffix="", corpora=("corpora",),
+                task_schemes_key="main_task_schemes", package=None, suffix="", corpora=("corpora",),
                 about="the main study: copy and Multi30k translation, every scheme of `pe.schemes`"),
     StudyRecord("length", per_scheme=False,  # its runs are small: one stage per task
                 title="length study",

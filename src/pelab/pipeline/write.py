@@ -195,23 +195,28 @@ def prepare_stage(study: StudyRecord) -> dict[str, Any]:
 
 
 def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
-    """A run and a tune stage per (task, scheme): DVC matrices over the study's lists."""
+    """A run and a tune stage per (task, scheme): DVC matrices over the study's lists (the run stages a foreach over
+    the composed pairs where the study's tasks may have lists of their own, ``StudyRecord.runs_key``)."""
     section = study.package or TASK
     tasks, schemes, tuned = (f"${{{k}}}" for k in (study.tasks_key, study.schemes_key, study.tune_key))
     run = f"{TASK}/{SCHEME}"
     read = ["seeds", f"{section}.model", f"{section}.train", f"{section}.eval", f"positional.{SCHEME}",
             f"{section}.positional.{SCHEME}"]
+    body = {
+        "wdir": WDIR,
+        "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
+               f"--live dvclive --results results",
+        "deps": [f"data/{TASK}", *code_deps("run.py", study, True, True)],
+        "params": read,
+        "outs": [f"runs/{run}", f"results/{run}"],
+        "plots": [{f"dvclive/{run}": {"x": "step"}}],
+    }
+    # where a task may run some of the list only, a foreach over the composed (task, scheme) pairs, whose keys name
+    # the stages as the matrix does (run@<task>-<scheme>)
+    looped = ({"foreach": f"${{{study.runs_key}}}", "do": body} if study.runs_key else
+              {"matrix": {"task": tasks, "scheme": schemes}, **body})
     return {
-        study.stage("run"): {
-            "matrix": {"task": tasks, "scheme": schemes},
-            "wdir": WDIR,
-            "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
-                   f"--live dvclive --results results",
-            "deps": [f"data/{TASK}", *code_deps("run.py", study, True, True)],
-            "params": read,
-            "outs": [f"runs/{run}", f"results/{run}"],
-            "plots": [{f"dvclive/{run}": {"x": "step"}}],
-        },
+        study.stage("run"): looped,
         study.stage("tune"): {
             "matrix": {"task": tuned, "scheme": schemes},
             "wdir": WDIR,

@@ -51,7 +51,8 @@ SECTIONS: list[Callable[[ReportContext], list[str]]] = [
 def header(ctx: ReportContext) -> list[str]:
     params = ctx.params
     clauses = [{"title": study.title, "tasks": params.tasks_of(study.name),
-                "schemes": params.studies[study.name].schemes} for study in STUDIES if params.tasks_of(study.name)]
+                "schemes": params.studies[study.name].schemes, "own": params.studies[study.name].task_schemes,
+                "own_key": study.task_schemes_key} for study in STUDIES if params.tasks_of(study.name)]
     return render("header.md", date=_dt.date.today().isoformat(), profile=params.profile, studies=clauses,
                   seeds=ctx.seeds, reference=params.reference)
 
