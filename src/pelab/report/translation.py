@@ -116,7 +116,7 @@ def section(ctx: ReportContext) -> list[str]:
         return []
     params, records, curves = ctx.params, ctx.records, ctx.curves
     cfg = ctx.cfg(TASK)
-    schemes, seeds = list(params.schemes), list(params.seeds)
+    schemes, seeds = list(params.schemes_of(TASK)), list(params.seeds)  # its own list where it has one
     meta_path = ctx.result_path(TASK, schemes[0], seeds[0]) / "eval_meta.json"
     meta = io.read_json(meta_path) if meta_path.exists() else {}
     splits = meta.get("eval_splits") or sorted(records[(records["task"] == TASK)
