@@ -285,7 +285,8 @@ def test_a_task_listed_in_another_study_s_list_stops_exp_run_at_composition_in_p
 
 def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff_and_a_task_s_own_list(project):
     """An `exp run` of a subset of schemes restores every run from the cache; then one copy option changed retrains
-    only those runs, and `-S '+length_task_schemes.addition_causal=[none,rope]'` (`+`: a key new to params.yaml)
+    only those runs, of the schemes `-S '+main_task_schemes.copy=[t5,none]'` leaves copy (a filter on `pe`: `t5`; no
+    stage for `rope`), and `-S '+length_task_schemes.addition_causal=[none,rope]'` (`+`: a key new to params.yaml)
     gives that task a list of its own: `none` restored from .kept/ (not retrained), `rope` (new to it) trained, the
     other task keeping the study's list; the report marks the window and ranks the task that runs every scheme. (One
     `exp run` for both: each costs the suite a report.)"""
@@ -301,16 +302,18 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff_and_a_task_s_own
     assert params["pe"]["schemes"] == ["rope", "t5"]  # Hydra merged the two options into a subset
     assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["rope.json", "t5.json"]
 
-    out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25",
+    out = run(["dvc", "exp", "run", *base, "-S", "copy.train.steps=25", "-S", "+main_task_schemes.copy=[t5,none]",
                "-S", "+length_task_schemes.addition_causal=[none,rope]"], project)
-    assert ran(out, "run") == trains(tasks=["copy"], schemes=["rope", "t5"])
+    assert ran(out, "run") == trains(tasks=["copy"], schemes=["t5"])  # copy's own list filters pe: rope's stage gone
     assert trained(out) - {t for t in trained(out) if t.startswith("copy ")} == {f"addition_causal rope seed {k}"
                                                                                    for k in SEEDS}
     diff = run(["dvc", "metrics", "diff", "--all"], project)
-    assert "reports/metrics/copy/rope.json" in diff and "exact" in diff
+    assert "reports/metrics/copy/t5.json" in diff and "exact" in diff
+    assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["t5.json"]
     assert sorted(p.name for p in (project / "reports/metrics/addition_causal").iterdir()) == ["none.json",
                                                                                                "rope.json"]
     assert len(list((project / "reports/metrics/reverse").iterdir())) == len(LENGTH_SCHEMES)
     report = (project / "reports/report.md").read_text()
     assert "`addition_causal` runs with a list of its own (`none`, `rope`; `length_task_schemes`)" in report
+    assert "schemes `rope`, `t5` (`copy` with `t5`; `main_task_schemes`)" in report
     assert "**Ranking across the 1 task run with every scheme**" in report
