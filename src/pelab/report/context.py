@@ -32,6 +32,10 @@ class ReportContext:
         self._captures: dict[tuple[str, str, int], dict[str, Any] | None] = {}
 
     # configuration ---------------------------------------------------------------------------------
+    def schemes_of(self, task: str) -> list[str]:
+        """The schemes ``task`` runs: its study's list, or its own (``main_task_schemes``, ``length_task_schemes``)."""
+        return list(self.params.schemes_of(task))
+
     def has_task(self, task: str) -> bool:
         return task in self.params.tasks and not self.records[self.records["task"] == task].empty
 

@@ -62,14 +62,14 @@ def choices(ctx: ReportContext, task: str, max_offset: int, longest_row: int,
     """The options that could favour one scheme, each stated by the scheme itself (``describe``), as one paragraph
     ("" where no scheme has one). ``longest_row``: the most positions a training row of the task has."""
     usage = Usage(task, longest_row, longest_eval or longest_row, range(1, max_offset + 1), long_offsets)
-    lines = scheme_choices(ctx, task, list(ctx.params.schemes_of(task)), usage)
+    lines = scheme_choices(ctx, task, ctx.schemes_of(task), usage)
     return "**Choices that could favour a scheme.** " + " ".join(lines) if lines else ""
 
 
 def section(ctx: ReportContext) -> list[str]:
     if not ctx.has_task("copy"):
         return []
-    records, schemes, copy = ctx.records, list(ctx.params.schemes_of("copy")), ctx.copy
+    records, schemes, copy = ctx.records, ctx.schemes_of("copy"), ctx.copy
     draw_accuracy_by_scheme(records, schemes, ctx.figure(ACCURACY))
     rows = records[(records["task"] == "copy") & (records["length"] != "all") & records["split"].isin(SPLIT_TITLES)]
     rows = rows.assign(length=rows["length"].astype(int))

@@ -18,7 +18,7 @@ from pelab.stats import summarize
 
 def section(ctx: ReportContext) -> list[str]:
     rows, images, mean_alignment = [], [], {}
-    for scheme in ctx.schemes:
+    for scheme in ctx.schemes_of("copy"):
         found = ctx.captured_seeds("copy", scheme)  # written by evaluation: pelab.probe.captures
         if not found:
             continue

@@ -12,11 +12,11 @@ from pelab.stats import summarize
 def section(ctx: ReportContext) -> list[str]:
     histories = ctx.curves[ctx.curves["task"] == "copy"]
     last = histories[histories["step"] == histories["step"].max()]
-    draw_curves(histories, ctx.schemes, [("loss", "training loss (batch mean)"),
+    draw_curves(histories, ctx.schemes_of("copy"), [("loss", "training loss (batch mean)"),
                                          ("val_loss", "validation loss (held-out training sequences)")],
                 ctx.figure("copy_loss_curves.png"), log=True, sharey=True, ylabel="cross-entropy per token",
                 title="Copy task: mean over seeds, band = min–max over seeds")
-    final = {s: last[last["pe"] == s].sort_values("seed") for s in ctx.schemes}
+    final = {s: last[last["pe"] == s].sort_values("seed") for s in ctx.schemes_of("copy")}
     val = {s: summarize(f["val_loss"].tolist()) for s, f in final.items()}
     gap = {s: summarize((f["val_loss"] - f["loss"]).tolist())["mean"] for s, f in final.items()}
     best, worst = min(val, key=lambda s: val[s]["mean"]), max(val, key=lambda s: val[s]["mean"])

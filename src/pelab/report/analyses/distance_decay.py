@@ -30,14 +30,14 @@ def section(ctx: ReportContext) -> list[str]:
                                "RoFormer relative upper bound": (delta, (bound / bound[m]).numpy())},
     }
     trained, absolute, rotary = {}, None, None
-    found = ctx.captured_seeds("copy", "sinusoidal") if "sinusoidal" in ctx.schemes else {}
+    found = ctx.captured_seeds("copy", "sinusoidal") if "sinusoidal" in ctx.schemes_of("copy") else {}
     if ctx.seed in found:
         scores = [captured["layer0_positions"] for captured in found.values()]  # (H, T, T), T = the trained context
         trained[f"sinusoidal model (seed {ctx.seed}), layer 0:\nPE(t) through LayerNorm, W_q, W_k"] = \
             tuple(t.numpy() for t in scores_by_offset(found[ctx.seed]["layer0_positions"]))
         absolute = {"scheme": "sinusoidal", "spread": over_seeds([relative_only_spread(x) for x in scores], 2),
                     "self_max": over_seeds([100 * self_peak_share(x) for x in scores], 0, unit="%")}
-    found = ctx.captured_seeds("copy", "rope") if "rope" in ctx.schemes else {}
+    found = ctx.captured_seeds("copy", "rope") if "rope" in ctx.schemes_of("copy") else {}
     if ctx.seed in found:
         scores = [captured["layer0_same_token"] for captured in found.values()]  # (H, T, T), mean over digits
         trained[f"RoPE model (seed {ctx.seed}), layer 0:\nsame digit at every position, mean over digits"] = \

@@ -23,7 +23,9 @@ from pelab.report.tables import markdown_table
 
 def translation_schemes(ctx: ReportContext, seed: int) -> list[str]:
     """The schemes with a trained translation model for ``seed``."""
-    return [s for s in ctx.schemes if "translation" in ctx.params.tasks and ctx.has_run("translation", s, seed)]
+    if "translation" not in ctx.params.tasks:
+        return []
+    return [s for s in ctx.schemes_of("translation") if ctx.has_run("translation", s, seed)]
 
 
 def learned_tables(ctx: ReportContext, scheme: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
