@@ -26,7 +26,6 @@ class ReportContext:
         self.results_root = Path(results_root)
         self.figures_dir = Path(figures_dir)
         self.link = self.figures_dir.name
-        self.schemes = list(params.schemes)
         self.seeds = list(params.seeds)
         self.seed = self.seeds[0]  # the run drawn in single-model figures
         self._captures: dict[tuple[str, str, int], dict[str, Any] | None] = {}
