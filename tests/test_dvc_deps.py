@@ -118,7 +118,8 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
     scheme's module."""
     from pelab.runner.kept_runs import fingerprint_sources
 
-    for task, scheme in (("reverse", "rand_rope"), ("copy", "alibi"), ("lm", "rope"), ("translation", "t5")):
+    for task, scheme in (("reverse", "rand_rope"), ("copy", "alibi"), ("lm", "rope"), ("translation", "t5"),
+                         ("count_causal", "rope")):
         covered = set(fingerprint_sources(task, scheme))
         trained = closure(SRC / "pelab/runner/train.py", task, scheme, False)
         assert covered == trained - {SRC / "pelab/closure.py"}  # less the closure rule
@@ -126,5 +127,8 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
         tuned = closure(SRC / "pelab/runner/tune.py", task, scheme, False) - (trained - covered)
         assert tuned - covered == {SRC / "pelab/runner/tune.py"}  # the choice of rate is in the run's identity
         assert not {p for p in covered if p.name == "evaluate.py" or "probe" in p.parts}, (task, scheme)
+        # the fine-tunes of finished runs (their methods, budget, data) never retrain a run; their settings are read
+        assert not {p for p in covered if p.name in ("recalibrate.py", "rope_extensions.py")
+                    or p == SRC / "pelab/positional/recalibration.py"}, (task, scheme)
         assert SRC / f"pelab/positional/{scheme}.py" in covered and SRC / "pelab/positional/fire.py" not in covered
     assert SRC / "pelab/positional/rope.py" in set(fingerprint_sources("reverse", "rand_rope"))  # what it wraps

@@ -122,12 +122,12 @@ def test_params_hold_no_copies(repo_root):
             assert all(options[k] != defaults[k] for k in options), f"{where}.{scheme} repeats a default"
     assert not set(composed["length_tasks"]) & set(composed), "a length task has a section of its own"
     # the composed (task, scheme) pairs a study's run stages loop over (StudyRecord.runs_key) take three lines each:
-    # the rest stays short (408 lines with the six schemes of 2022-25)
+    # the rest stays short (408 lines with the six schemes of 2022-25, 431 with the length study's recalibration)
     pairs = [composed[s.runs_key] for s in STUDIES if s.runs_key]
     assert pairs[0]["translation-rope"] == {"task": "translation", "scheme": "rope"}
     assert list(pairs[0]) == [f"{t}-{s}" for t in composed["tasks"] for s in main_schemes()]
     derived = sum(1 + 3 * len(p) for p in pairs)
-    assert len((repo_root / "params.yaml").read_text().splitlines()) - derived <= 430
+    assert len((repo_root / "params.yaml").read_text().splitlines()) - derived <= 440
 
 
 def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():

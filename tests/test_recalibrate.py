@@ -44,10 +44,16 @@ def test_each_method_reads_every_length_at_its_fixed_factor(name, factor, temper
     assert method("long").module(rope, context, 2) is rope
 
 
+def test_the_settings_name_the_methods_in_their_order():
+    from pelab.tasks.recalibration import METHOD_NAMES
+
+    assert METHOD_NAMES == tuple(m.name for m in METHODS)
+
+
 def test_rope_s_extensions_apply_only_where_the_scheme_has_them():
     alibi = build_positional_encoding("alibi", d_model=32, n_heads=2, causal=True, n_layers=1)
     assert [m.name for m in METHODS if m.applies_to(alibi)] == ["long"]
-    assert [m.name for m in METHODS if m.applies_to(_rope())] == ["long", "pi", "ntk", "yarn", "pose"]
+    assert [m.name for m in METHODS if m.applies_to(_rope())] == ["long", "pi", "ntk", "yarn", "pose", "pose_tokens"]
     from pelab.analysis.variants import VARIANTS
 
     for m in METHODS:  # no suffix ends with a zero-shot variant's: with_variants reads each row under one name
@@ -115,6 +121,8 @@ def test_the_fine_tune_is_a_stated_share_of_the_budget_at_m_times_l():
     tuning = finetune_config(cfg)
     assert tuning.train.steps == 20 and tuning.train.lr == pytest.approx(0.0006) and tuning.train.warmup_steps == 1
     assert tuning.data.context == 2 * cfg.data.context and tuning.train.log_every == 4
+    equal = finetune_config(cfg, method("pose_tokens")).train  # PoSE at the others' tokens: M times the steps
+    assert (equal.steps, equal.warmup_steps, equal.log_every, equal.lr) == (40, 2, 8, tuning.train.lr)
     assert tuning.train.batch_size == cfg.train.batch_size and tuning.model == cfg.model
 
 
@@ -230,7 +238,7 @@ def test_the_before_after_table_pairs_seeds_and_names_a_verdict_that_changes():
     loses 1.0 after against long-tuned; the table holds those paired means and the sentence names the change."""
     import pandas as pd
 
-    from pelab.report.recalibration import recalibration_reading
+    from pelab.report.recalibration import lm_measure, recalibration_reading
 
     at = {"rope": (10.0, 20.0), "rope+PI-untuned": (11.0, 18.0), "rope+long-tuned": (9.0, 15.0),
           "rope+PI-tuned": (9.5, 16.0)}
@@ -238,7 +246,8 @@ def test_the_before_after_table_pairs_seeds_and_names_a_verdict_that_changes():
              "value": value + 0.01 * seed * (k + 1)}  # small seed noise, the same for every row of a split
             for name, values in at.items() for seed in range(3)
             for k, (split, value) in enumerate(zip(("at_L", "at_4L"), values))]
-    table, sentences = recalibration_reading(pd.DataFrame(rows), list(at)[1:], far=256, multiple=2, share=0.1)
+    table, sentences = recalibration_reading(pd.DataFrame(rows), list(at)[1:], lm_measure(256, 2), multiple=2,
+                                             share=0.1)
     pi = next(line for line in table.splitlines() if line.startswith("| `rope+PI-tuned`"))
     cells = [c.strip() for c in pi.strip("|").split("|")]
     assert cells[1] == "`rope+PI-untuned`" and cells[4] == "`rope+long-tuned`"

@@ -28,7 +28,7 @@ ROOT = SRC.parent  # the repository: stages/ and src/
 # a task's methods that only the stages that score runs execute (evaluation; the LM's fine-tunes of its finished runs,
 # runner.recalibrate): never what a run is trained from
 EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluate_recalibrated", "recalibrations", "recalibration",
-                      "recalibrated_model")
+                      "recalibration_validation", "recalibrated_model")
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
 
 

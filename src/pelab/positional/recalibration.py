@@ -11,7 +11,10 @@ length is M·L, so each is fixed at s = M:
 * ``yarn``: YaRN at s, NTK-by-parts and its attention temperature (Peng et al. 2023, https://arxiv.org/abs/2309.00071,
   §3.2–3.4).
 * ``pose``: PI at s, trained on rows of L tokens at positional skip-wise positions (Zhu et al., ICLR 2024,
-  https://arxiv.org/abs/2309.10400; ``tasks/lm/recalibrate.pose_batch``).
+  https://arxiv.org/abs/2309.10400; ``tasks/lm/recalibrate.pose_batch``), at the same steps as the others: 1/M of
+  their tokens (its claim is that efficiency).
+* ``pose_tokens``: the same for M times the steps, about the others' tokens: whether PoSE's gap to them is its
+  positions or its fewer tokens.
 
 Each method's "before" is the run as trained read with the same module at the same factor (``<scheme>+PI-untuned`` …;
 PoSE's is PI's; ``long``'s the run itself), so that before and after differ by the fine-tune alone (the zero-shot menu,
@@ -20,7 +23,10 @@ PoSE's is PI's; ``long``'s the run itself), so that before and after differ by t
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
+from typing import Any
 
 from pelab.positional.base import PositionalEncoding
 from pelab.positional.rope_extensions import extend
@@ -38,6 +44,9 @@ class Method:
     label: str
     rope_type: str | None = None
     pose: bool = False
+    # M times the fine-tune's steps: PoSE's rows are 1/M as long, so at equal steps it reads 1/M of the tokens the
+    # others read (its claim is that efficiency); this one reads about as many tokens as they do
+    equal_tokens: bool = False
     # the method whose module, put on the run as trained (no fine-tune), is this one's "before": the same module at
     # the same factor (PoSE's is PI's); None: the run as trained
     before: str | None = None
@@ -71,6 +80,8 @@ METHODS = (
     Method("ntk", "_ntktuned", "NTK-tuned", "dynamic", before="ntk"),
     Method("yarn", "_yarntuned", "yarn-tuned", "yarn", before="yarn"),
     Method("pose", "_posetuned", "PoSE-tuned", "linear", pose=True, before="pi"),
+    Method("pose_tokens", "_posetokenstuned", "PoSE-tokens-tuned", "linear", pose=True, before="pi",
+           equal_tokens=True),
 )
 BY_NAME = {method.name: method for method in METHODS}
 
@@ -79,3 +90,40 @@ def method(name: str) -> Method:
     if name not in BY_NAME:
         raise ValueError(f"unknown recalibration method {name!r}; valid choices: {', '.join(BY_NAME)}")
     return BY_NAME[name]
+
+
+WARMUP_SHARE = 0.05  # of the fine-tune's steps (PI's 20 of 1,000, YaRN's 20 of 400)
+LOGS = 5  # validation points over the fine-tune (each run keeps the best)
+
+
+def finetune_train(train: Any, settings: Any, method: Method | None = None) -> Any:
+    """A fine-tune's training settings (a ``TrainConfig``; ``settings``: ``tasks.recalibration``'s
+    ``RecalibrationSettings``): a share ``recalibrate_share`` of the run's (budgeted) steps at ``recalibrate_lr`` times
+    its rate, warmup ``WARMUP_SHARE`` of them, ``LOGS`` validation points, no snapshots; batch size, weight decay and
+    clipping the run's. ``method.equal_tokens``: M times the steps."""
+    steps = max(1, round(settings.recalibrate_share * train.steps))
+    if method is not None and method.equal_tokens:
+        steps *= int(settings.recalibrate_multiple)
+    return dataclasses.replace(train, steps=steps, lr=train.lr * settings.recalibrate_lr,
+                               warmup_steps=math.ceil(WARMUP_SHARE * steps), log_every=max(1, steps // LOGS),
+                               checkpoints=0)
+
+
+def methods_for(cfg: Any, scheme: str, causal: bool) -> list[Method]:
+    """The methods of ``cfg.eval.recalibrate_methods`` (a task config whose ``eval`` is ``RecalibrationSettings``)
+    that apply to ``scheme``'s module as the task builds it, if ``cfg.eval.recalibrate`` lists the scheme."""
+    from pelab.positional.registry import build_positional_encoding
+
+    if scheme not in cfg.eval.recalibrate:
+        return []
+    pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads, causal=causal,
+                                   n_layers=cfg.model.n_layers, options=cfg.options(scheme))
+    return [m for m in map(method, cfg.eval.recalibrate_methods) if m.applies_to(pe)]
+
+
+def in_place(model: Any, method: Method, context: int, multiple: int) -> Any:
+    """A sequence model (``with_positional``) with ``method``'s module in place, fixed at s = ``multiple`` for a
+    trained length of ``context`` tokens; the model itself where the method keeps the trained module."""
+    if method.rope_type is None:
+        return model
+    return model.with_positional(method.module(model.pe, context, multiple))

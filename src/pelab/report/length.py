@@ -4,6 +4,8 @@ beyond the training lengths, and the schemes ranked across tasks (mean reciproca
 
 from __future__ import annotations
 
+import pandas as pd
+
 from pelab.analysis.paired import seed_summary, seed_values
 from pelab.analysis.ranking import ranking
 from pelab.analysis.variants import families, family_rows, variant_bases, with_variants
@@ -11,6 +13,7 @@ from pelab.positional import Usage, draws_positions
 from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.layouts import layout_reading
+from pelab.report.recalibration import Measure, recalibration_reading
 from pelab.report.switches import switch_reading
 from pelab.report.theta import length_theta_reading
 from pelab.report.render import fill, render, sentences
@@ -62,11 +65,39 @@ def is_recall(task: str) -> bool:
     return problem_of(task) == "recall"
 
 
+FAR = "far"  # the split of the lengths beyond a fine-tune's (M·N+1..M), derived here from the per-length rows
+
+
+def with_far(records: pd.DataFrame, beyond: dict[str, int]) -> pd.DataFrame:
+    """``records`` with split ``far``: per (task, scheme, seed, metric) the mean of the test split over the lengths
+    above ``beyond[task]`` (each length weighted equally), where a task has such lengths."""
+    frames = [records]
+    for task, lowest in beyond.items():
+        rows = records[(records["task"] == task) & (records["split"] == "test") & (records["length"] != "all")]
+        rows = rows[rows["length"].astype(int) > lowest]
+        if not rows.empty:
+            means = rows.groupby(["task", "pe", "seed", "metric"], as_index=False)["value"].mean()
+            frames.append(means.assign(split=FAR, length="all"))
+    return pd.concat(frames, ignore_index=True)
+
+
+def length_measure(task: str, multiple: int, train_max: int, test_max: int) -> Measure:
+    """The length study's before/after reading (``report.recalibration``): token accuracy within N, and at the
+    lengths beyond the fine-tune's M·N (``far``; beyond N where the fine-tune reaches the longest test length)."""
+    m, n, longest = multiple, train_max, test_max
+    if m * n < longest:
+        return Measure(task, "token_accuracy", "in", FAR, False, 3, "token accuracy", f"on input lengths 1..{m * n}",
+                       "within N", f"at {m * n + 1}..{longest}", f"beyond {m}N")
+    return Measure(task, "token_accuracy", "in", "beyond", False, 3, "token accuracy", f"on input lengths 1..{m * n}",
+                   "within N", f"at {n + 1}..{longest}", "beyond N")
+
+
 def section(ctx: ReportContext) -> list[str]:
     tasks = [t for t in ctx.params.tasks_of(STUDY) if ctx.has_task(t)]
     if not tasks:
         return []
     records, variants = with_variants(ctx.records[ctx.records["task"].isin(tasks)])
+    records = with_far(records, {t: ctx.cfg(t).eval.recalibrate_multiple * ctx.cfg(t).data.train_max for t in tasks})
     # every scheme a task runs with: the study's list, then those of the tasks with a list of their own
     schemes = list(dict.fromkeys([*ctx.params.studies[STUDY].schemes, *(s for t in tasks
                                                                          for s in ctx.params.schemes_of(t))]))
@@ -137,6 +168,10 @@ def section(ctx: ReportContext) -> list[str]:
         counting_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
                          if problem_of(t) == "count"},
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(ranked), own=own, image=ctx.image,
+        recalibrations=[(t, *reading) for t in tasks if (reading := recalibration_reading(
+            records, variants, length_measure(t, ctx.cfg(t).eval.recalibrate_multiple, ctx.cfg(t).data.train_max,
+                                              ctx.cfg(t).data.test_max),
+            ctx.cfg(t).eval.recalibrate_multiple, ctx.cfg(t).eval.recalibrate_share))],
         layouts=[text for t in tasks if (text := layout_reading(
             records, ctx.cfg(t), t, list(ctx.params.schemes_of(t)), "beyond", "token_accuracy",
             "token accuracy beyond N", False, causal=ctx.fact(t, "causal") == 1.0))] + [

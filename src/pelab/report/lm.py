@@ -22,7 +22,7 @@ from pelab.positional.rope_extensions import yarn_attention_factor
 from pelab.report.common import scheme_choices, spread_over_seeds
 from pelab.report.context import ReportContext
 from pelab.report.layouts import layout_reading
-from pelab.report.recalibration import recalibration_reading
+from pelab.report.recalibration import lm_measure, recalibration_reading
 from pelab.report.render import fill, render, sentences
 from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table, markdown_table
@@ -229,8 +229,8 @@ def section(ctx: ReportContext) -> list[str]:
         no_retrieval=bool(len(retrieved)) and bool((retrieved == 0).all()),
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
         reading=reading(records, readers, context, far),
-        recalibration=recalibration_reading(records, variants, far, cfg.eval.recalibrate_multiple,
-                                            cfg.eval.recalibrate_share),
+        recalibration=recalibration_reading(records, variants, lm_measure(far, cfg.eval.recalibrate_multiple),
+                                            cfg.eval.recalibrate_multiple, cfg.eval.recalibrate_share),
         layouts=layout_reading(records, cfg, TASK, schemes, "at_4L", "ppl_sliding", f"sliding perplexity at {far}",
                                True, causal=True),
         theta=lm_theta_reading(records, cfg, TASK, schemes, lengths, FLAT),

@@ -1,5 +1,6 @@
 """Fine-tune the trained runs of one (task, scheme) with each recalibration method the task names for it
-(``Task.recalibrations``: the LM's, ``pelab.tasks.lm.recalibrate``), and read them back for evaluation.
+(``Task.recalibrations``: the LM's, ``pelab.tasks.lm.recalibrate``; the length study's,
+``pelab.tasks.length.recalibrate``), and read them back for evaluation.
 
 A fine-tuned run is a run: seeded, written atomically, kept (``runner.kept_runs``: reused only if fine-tuned from
 the same base weights, settings and code), resumed from the state the fine-tune in progress saves, and kept at its step
@@ -80,7 +81,7 @@ def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequenc
             run = load_run(base)
             tuning, model, next_batch, loss = task.recalibration(cfg, data, method, seed, run.model)
             identity = {"task": task_name, "scheme": scheme, "method": method.name, "base": _sha256(base / WEIGHTS),
-                        "context": cfg.data.context, "multiple": tuning.data.context // cfg.data.context,
+                        "multiple": cfg.eval.recalibrate_multiple, "data": to_dict(tuning.data),
                         "train": to_dict(tuning.train), "precision": precision(dev),
                         "code": _code(method, next_batch, loss, task.recalibration) + trained_from,
                         "selected_on": SELECTED_ON}
@@ -89,7 +90,7 @@ def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequenc
                 echo(f"note: {task_name} {scheme}+{method.label} seed {seed} was fine-tuned before from the same "
                      "inputs; kept")
                 continue
-            validate = task.validation(tuning, data, dev)
+            validate = task.recalibration_validation(tuning, data, dev)
             start = time.perf_counter()
             with seeded(seed + DROPOUT_OFFSET):  # the dropout streams, the same for every method
                 [result] = train(
@@ -124,7 +125,7 @@ def load_recalibrated(params: Params, runs_root: str | Path, task_name: str, sch
     meta = io.read_json(path / RUN_FILE)
     run = load_run(run_dir(runs_root, task_name, scheme, seed))
     run.model.load_state_dict(torch.load(path / WEIGHTS, weights_only=True))
-    tuned = get_task(task_name).recalibrated_model(run.model, method, int(meta["context"]), int(meta["multiple"]))
+    tuned = get_task(task_name).recalibrated_model(params.task(task_name), run.model, method)
     return tuned.eval(), meta
 
 
@@ -141,7 +142,7 @@ def recalibrated_rows(params: Params, runs_root: str | Path, task_name: str, sch
         with torch.no_grad():
             rows += task.evaluate_recalibrated(cfg, model.to(device), data, device, method.suffix)
             if method.before == method.name:  # its "before": the run as trained, read with the same module
-                untuned = task.recalibrated_model(trained, method, int(meta["context"]), int(meta["multiple"]))
+                untuned = task.recalibrated_model(cfg, trained, method)
                 rows += task.evaluate_recalibrated(cfg, untuned.eval().to(device), data, device,
                                                    method.untuned_suffix)
         rows += [{"split": "train" + method.suffix, "length": "all", "metric": metric, "value": float(meta["cost"][metric])}

@@ -218,8 +218,14 @@ class Task(ABC):
         next_batch, its loss) for one method of ``recalibrations``."""
         raise NotImplementedError(f"task {self.name!r} has no recalibration")
 
-    def recalibrated_model(self, model: nn.Module, method: Any, context: int, multiple: int) -> nn.Module:
-        """A fine-tuned run's model (``model``, its weights loaded) with its method in place."""
+    def recalibration_validation(self, cfg: TaskConfig, data: Any, device: torch.device):
+        """The held-out loss a fine-tune (``cfg``: the config ``recalibration`` returns) keeps its best step on: the
+        task's ``validation`` by default."""
+        return self.validation(cfg, data, device)
+
+    def recalibrated_model(self, cfg: TaskConfig, model: nn.Module, method: Any) -> nn.Module:
+        """``model`` (a run's, or a fine-tuned run's: its weights loaded) with ``method``'s module in place, fixed at
+        the factor ``cfg`` sets for the task's trained length."""
         raise NotImplementedError(f"task {self.name!r} has no recalibration")
 
     def evaluate_recalibrated(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,

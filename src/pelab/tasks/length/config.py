@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pelab.config import TrainConfig
 from pelab.model.config import ModelConfig
+from pelab.tasks.recalibration import RecalibrationSettings
 
 __all__ = ["LengthDataConfig", "LengthEvalConfig", "LengthModelConfig", "TrainConfig"]
 
@@ -48,7 +49,11 @@ LengthModelConfig = ModelConfig  # the shared encoder config; the task decides b
 
 
 @dataclass(frozen=True)
-class LengthEvalConfig:
+class LengthEvalConfig(RecalibrationSettings):
+    """How the length runs are scored; recalibration (``RecalibrationSettings``, ``tasks/length/recalibrate.py``):
+    each run of a scheme in ``recalibrate`` fine-tuned on input lengths 1..``recalibrate_multiple``·N with each method
+    that applies."""
+
     batch_size: int = 256  # sequences per forward pass at evaluation
     # randomized schemes: the test sequences of a length are split into this many groups, each placed at its
     # own draw of positions (the same draws for every run); deterministic schemes are unaffected
@@ -57,6 +62,7 @@ class LengthEvalConfig:
     effective_threshold: float = 0.9
 
     def __post_init__(self) -> None:
+        self.check_recalibration_settings("length.eval")
         if self.batch_size < 1:
             raise ValueError(f"length eval.batch_size must be >= 1, got {self.batch_size}")
         if self.position_draws < 1:

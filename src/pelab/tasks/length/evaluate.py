@@ -126,19 +126,31 @@ def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Ten
     return torch.cat(exact), torch.cat(accuracy)
 
 
+class Scores:
+    """Tidy rows of scores per length, and their means over the lengths of each range (each length weighted
+    equally)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.by_range: dict[str, dict[str, list[float]]] = {}
+
+    def record(self, split: str, where: str, n: int, exact: torch.Tensor, accuracy: torch.Tensor) -> None:
+        """Length n's scores under ``split``, counted in range ``where`` (``in``, ``beyond`` + a suffix)."""
+        for metric, values in (("exact_match", exact), ("token_accuracy", accuracy)):
+            value = float(values.mean())
+            self.rows.append({"split": split, "length": n, "metric": metric, "value": value})
+            self.by_range.setdefault(where, {}).setdefault(metric, []).append(value)
+
+    def with_ranges(self) -> list[dict[str, Any]]:
+        return self.rows + [{"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)}
+                            for where, metrics in self.by_range.items() for metric, values in metrics.items()]
+
+
 def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device: torch.device, *,
              causal: bool, row_length: Callable[[int], int]) -> list[dict[str, Any]]:
     """``row_length(n)``: tokens in a row of input length n (the RoPE extensions scale to it)."""
     model.to(device).eval()
-    rows: list[dict[str, Any]] = []
-    by_range: dict[str, dict[str, list[float]]] = {}
-
-    def record(split: str, where: str, n: int, exact: torch.Tensor, accuracy: torch.Tensor) -> None:
-        for metric, values in (("exact_match", exact), ("token_accuracy", accuracy)):
-            value = float(values.mean())
-            rows.append({"split": split, "length": n, "metric": metric, "value": value})
-            by_range.setdefault(where, {}).setdefault(metric, []).append(value)
-
+    scores = Scores()
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
     menu = (*(v for v in evaluation_variants(model.pe) if v.in_length_study),
             TEMPERATURE)  # the scheme's own (RoPE's HF extensions; the remappings are the LM's); the temperature
@@ -146,21 +158,39 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
     for n, sources in sorted(data.splits["test"].items()):
         where = "in" if n <= data.config.train_max else "beyond"
-        record("test", where, n, *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size, draws=draws))
+        scores.record("test", where, n, *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size,
+                                                       draws=draws))
         for variant in menu:
             if where == "beyond" or not variant.identity_within:
                 pe = variant.module(model.pe, row_length(n), trained, longest).to(device)
-                record(f"test{variant.suffix}", where + variant.suffix, n, *answer_scores(
+                scores.record(f"test{variant.suffix}", where + variant.suffix, n, *answer_scores(
                     model.with_positional(pe), data, sources, causal, device, cfg.eval.batch_size, draws=draws))
     for n, sources in sorted(data.splits.get("spread", {}).items()):  # recall: N pairs spread over length n
-        record(f"test{SPREAD}", f"beyond{SPREAD}", n, *answer_scores(model, data, sources, causal, device,
-                                                                      cfg.eval.batch_size, draws=draws))
-    for where, metrics in by_range.items():
-        for metric, values in metrics.items():
-            rows.append({"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)})
+        scores.record(f"test{SPREAD}", f"beyond{SPREAD}", n, *answer_scores(model, data, sources, causal, device,
+                                                                             cfg.eval.batch_size, draws=draws))
+    rows = scores.with_ranges()
     axes = [*menu, SpreadAxis()] if "spread" in data.splits else menu
     return rows + effective_lengths(rows, axes, data.config.train_max, cfg.eval.effective_threshold) + facts(
         data, causal, row_length)
+
+
+def evaluate_recalibrated(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device: torch.device,
+                          suffix: str, *, causal: bool, row_length: Callable[[int], int]) -> list[dict[str, Any]]:
+    """A fine-tuned run (``tasks/length/recalibrate.py``), its method in place, or a run read with a method's module:
+    the test split at every length and its ranges, under split suffix ``suffix`` (``test<suffix>``, ``in<suffix>``,
+    ``beyond<suffix>``, ``effective<suffix>``); no evaluation-time variants."""
+    model.to(device).eval()
+    scores = Scores()
+    draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
+    for n, sources in sorted(data.splits["test"].items()):
+        where = "in" if n <= data.config.train_max else "beyond"
+        scores.record(f"test{suffix}", where + suffix, n, *answer_scores(model, data, sources, causal, device,
+                                                                          cfg.eval.batch_size, draws=draws))
+    rows = scores.with_ranges()
+    accuracy = {r["length"]: r["value"] for r in rows if r["split"] == f"test{suffix}"
+                and r["metric"] == "token_accuracy"}
+    return rows + [{"split": f"effective{suffix}", "length": "all", "metric": "input_length",
+                    "value": float(effective_length(accuracy, cfg.eval.effective_threshold))}]
 
 
 SPREAD = "_spread"  # the split suffix of recall's second axis: N pairs spread over length n's context

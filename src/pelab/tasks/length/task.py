@@ -6,6 +6,7 @@ Registry names: ``<problem>`` (bidirectional encoder, answer read at blank posit
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -115,6 +116,15 @@ class LengthTask(Task):
     def loss(self, cfg: TaskConfig):
         return length_loss
 
+    def check(self, cfg: TaskConfig) -> None:
+        super().check(cfg)
+        e, n = cfg.eval, cfg.data.train_max
+        e.check_recalibrated_schemes("length.eval")
+        if e.recalibrate and e.recalibrate_multiple * n > cfg.data.test_max:
+            raise ValueError(f"length.eval.recalibrate_multiple={e.recalibrate_multiple}: the fine-tune's longest "
+                             f"input length {e.recalibrate_multiple * n} (M·N) must not exceed the longest test "
+                             f"length (length.data.test_max={cfg.data.test_max})")
+
     def validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
         held_out = [rows(data, sources, self.causal) for sources in data.splits["val"].values()]
         held_out = [(tokens.to(device), targets.to(device)) for tokens, targets in held_out]  # moved once
@@ -135,6 +145,47 @@ class LengthTask(Task):
 
         return held_out_loss
 
+    # ---------------------------------------------------------------------------------- recalibration
+    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
+        """``length.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
+        them), if ``length.eval.recalibrate`` lists it."""
+        from pelab.positional.recalibration import methods_for
+
+        return methods_for(cfg, scheme, causal=self.causal)
+
+    def recalibration(self, cfg: TaskConfig, data: LengthData, method, seed: int, model: LengthTransformer):
+        """The fine-tune of ``tasks/length/recalibrate.py``: lengths 1..M·N, one stream of picks for every method;
+        PoSE's the training lengths at skip-wise positions."""
+        from pelab.tasks.length import recalibrate
+
+        tuning = recalibrate.finetune_config(cfg, method)
+        tuned = self.recalibrated_model(cfg, model, method)
+        if method.pose:
+            longest = cfg.eval.recalibrate_multiple * self.row_length(cfg.data, cfg.data.train_max)
+            short = dataclasses.replace(tuning, data=cfg.data)  # the training lengths, the fine-tune's batch size
+            return tuning, tuned, recalibrate.pose_batches(
+                self.batches(short, data, seed + recalibrate.SEED_OFFSET), longest, seed), recalibrate.pose_loss
+        return tuning, tuned, recalibrate.longer_batches(self.batches, tuning, data, seed), length_loss
+
+    def recalibration_validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
+        """The validation split's loss at 1..N and on the fine-tune's held-out sequences at N+1..M·N."""
+        from pelab.tasks.length.recalibrate import with_longer_lengths
+
+        return self.validation(cfg, with_longer_lengths(data, cfg.data.train_max), device)
+
+    def recalibrated_model(self, cfg: TaskConfig, model: LengthTransformer, method) -> LengthTransformer:
+        """At s = M for the longest training row (``row_length(N)`` tokens)."""
+        from pelab.positional.recalibration import in_place
+
+        return in_place(model, method, self.row_length(cfg.data, cfg.data.train_max), cfg.eval.recalibrate_multiple)
+
+    def evaluate_recalibrated(self, cfg, model, data, device, suffix):
+        from pelab.tasks.length.evaluate import evaluate_recalibrated
+
+        return evaluate_recalibrated(cfg, model, data, device, suffix, causal=self.causal,
+                                     row_length=lambda n: self.row_length(data.config, n))
+
+    # ------------------------------------------------------------------------------------- evaluation
     def probe(self, cfg: TaskConfig, data: LengthData):
         """Test rows at half the longest training length, at it, halfway to the longest test length and at it."""
         from pelab.probe import Probe

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pelab.config import TrainConfig
 from pelab.model.config import ModelConfig
+from pelab.tasks.recalibration import RecalibrationSettings
 
 __all__ = ["LMDataConfig", "LMEvalConfig", "LMTrainConfig", "ModelConfig"]
 
@@ -40,7 +41,10 @@ class LMDataConfig:
 
 
 @dataclass(frozen=True)
-class LMEvalConfig:
+class LMEvalConfig(RecalibrationSettings):
+    """How the LM's runs are scored; recalibration (``RecalibrationSettings``, ``tasks/lm/recalibrate.py``): each
+    run of a scheme in ``recalibrate`` fine-tuned at ``recalibrate_multiple``·L with each method that applies."""
+
     multiples: tuple[int, ...] = (1, 2, 4, 8)  # evaluation lengths T = k·L
     sliding_stride: float = 0.5  # the sliding window's stride as a share of the window T (scores its last S tokens)
     passkey_depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # where the key sits in the filler
@@ -52,32 +56,9 @@ class LMEvalConfig:
     # about N per length): null scores every target, n the first n of each test speech (full_shape: its shapes, not
     # its numbers)
     crop_targets: int | None = None
-    # recalibration (tasks/lm/recalibrate.py): each run of a scheme listed in ``recalibrate`` fine-tuned at
-    # ``recalibrate_multiple``·L with each of ``recalibrate_methods`` that applies to it (RoPE's extensions where the
-    # scheme has them; ``long``, the control, everywhere) for a share ``recalibrate_share`` of its training steps at
-    # ``recalibrate_lr`` times its learning rate, then scored on the whole grid with the method in place
-    recalibrate: tuple[str, ...] = ()
-    recalibrate_methods: tuple[str, ...] = ("long", "pi", "ntk", "yarn", "pose")
-    recalibrate_share: float = 0.1
-    recalibrate_lr: float = 0.1
-    recalibrate_multiple: int = 2
 
     def __post_init__(self) -> None:
-        from pelab.positional.recalibration import method
-
-        for name in ("recalibrate", "recalibrate_methods"):
-            object.__setattr__(self, name, tuple(str(s) for s in getattr(self, name)))
-        for name in self.recalibrate_methods:
-            try:
-                method(name)
-            except ValueError as err:
-                raise ValueError(f"lm.eval.recalibrate_methods: {err}") from None
-        if not 0.0 < self.recalibrate_share <= 1.0:
-            raise ValueError(f"lm.eval.recalibrate_share must be in (0, 1], got {self.recalibrate_share}")
-        if not self.recalibrate_lr > 0:
-            raise ValueError(f"lm.eval.recalibrate_lr must be > 0, got {self.recalibrate_lr}")
-        if int(self.recalibrate_multiple) != self.recalibrate_multiple or self.recalibrate_multiple < 2:
-            raise ValueError(f"lm.eval.recalibrate_multiple must be a whole number >= 2, got {self.recalibrate_multiple}")
+        self.check_recalibration_settings("lm.eval")
         object.__setattr__(self, "multiples", tuple(int(k) for k in self.multiples))
         object.__setattr__(self, "passkey_depths", tuple(float(d) for d in self.passkey_depths))
         if not self.multiples or self.multiples[0] != 1 or list(self.multiples) != sorted(set(self.multiples)):

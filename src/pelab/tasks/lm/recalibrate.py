@@ -26,23 +26,19 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from pelab.positional.recalibration import Method, finetune_train
 from pelab.tasks.base import Batch, TaskConfig, loss_logits
 
 SEED_OFFSET = 7_000_003  # the fine-tune's row stream: seed + this, the same for every method of a run
-WARMUP_SHARE = 0.05  # of the fine-tune's steps
-LOGS = 5  # validation points over the fine-tune (each run keeps the best)
 POSE_GROUPS = 4  # PoSE draws its chunk split and skip this many times a batch (rows of a group share positions)
 
 
-def finetune_config(cfg: TaskConfig) -> TaskConfig:
+def finetune_config(cfg: TaskConfig, method: Method | None = None) -> TaskConfig:
     """The task config a fine-tune trains and validates with: rows of M·L tokens, the stated share of the run's
-    (budgeted) steps at the scaled rate; logs ``LOGS`` times."""
-    e = cfg.eval
-    steps = max(1, round(e.recalibrate_share * cfg.train.steps))
-    train = dataclasses.replace(cfg.train, steps=steps, lr=cfg.train.lr * e.recalibrate_lr, epochs=None,
-                                warmup_steps=math.ceil(WARMUP_SHARE * steps), log_every=max(1, steps // LOGS),
-                                checkpoints=0)
-    data = dataclasses.replace(cfg.data, context=e.recalibrate_multiple * cfg.data.context)
+    (budgeted) steps at the scaled rate (``finetune_train``; ``method``: PoSE at equal tokens takes M times the
+    steps)."""
+    train = dataclasses.replace(finetune_train(cfg.train, cfg.eval, method), epochs=None)
+    data = dataclasses.replace(cfg.data, context=cfg.eval.recalibrate_multiple * cfg.data.context)
     return dataclasses.replace(cfg, data=data, train=train)
 
 

@@ -179,13 +179,8 @@ class LMTask(Task):
         return {"epochs": cfg.train.steps * self.text_tokens_per_step(cfg) / len(data.train)}
 
     def check_recalibration(self, cfg: TaskConfig) -> None:
-        from pelab.positional import POSITIONAL_ENCODINGS
-
         e = cfg.eval
-        unknown = [s for s in e.recalibrate if s not in POSITIONAL_ENCODINGS]
-        if unknown:  # a listed scheme the study does not run is not recalibrated (a profile lists what it may run)
-            raise ValueError(f"lm.eval.recalibrate lists unknown scheme(s) {unknown}; valid choices: "
-                             f"{', '.join(POSITIONAL_ENCODINGS)}")
+        e.check_recalibrated_schemes("lm.eval")
         if e.recalibrate and e.recalibrate_multiple > max(e.multiples):
             raise ValueError(f"lm.eval.recalibrate_multiple={e.recalibrate_multiple} must not exceed the longest "
                              f"evaluation multiple ({max(e.multiples)}, lm.eval.multiples)")
@@ -193,32 +188,27 @@ class LMTask(Task):
     def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
         """``lm.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
         them), if ``lm.eval.recalibrate`` lists it (``positional.recalibration.Method``)."""
-        from pelab.positional import build_positional_encoding
-        from pelab.positional.recalibration import method
+        from pelab.positional.recalibration import methods_for
 
-        if scheme not in cfg.eval.recalibrate:
-            return []
-        pe = build_positional_encoding(scheme, d_model=cfg.model.d_model, n_heads=cfg.model.n_heads, causal=True,
-                                       n_layers=cfg.model.n_layers, options=cfg.options(scheme))
-        return [m for m in map(method, cfg.eval.recalibrate_methods) if m.applies_to(pe)]
+        return methods_for(cfg, scheme, causal=True)
 
     def recalibration(self, cfg: TaskConfig, data: LMData, method, seed: int, model: SequenceTransformer):
         """The fine-tune of ``tasks/lm/recalibrate.py``: rows of M·L + 1 tokens from one stream (the same draws for
         every method), PoSE's cut from them."""
         from pelab.tasks.lm import recalibrate
 
-        tuning = recalibrate.finetune_config(cfg)
-        tuned = self.recalibrated_model(model, method, cfg.data.context, cfg.eval.recalibrate_multiple)
+        tuning = recalibrate.finetune_config(cfg, method)
+        tuned = self.recalibrated_model(cfg, model, method)
         if method.pose:  # its passkey rows at L + 1 tokens: the same keys and depths, the filler shorter
             next_rows = self.rows(tuning, data, seed + recalibrate.SEED_OFFSET, passkey_length=cfg.data.context + 1)
             return tuning, tuned, recalibrate.pose_batches(next_rows, cfg.data.context, seed), recalibrate.pose_loss
         return tuning, tuned, self.batches(tuning, data, seed + recalibrate.SEED_OFFSET), lm_loss
 
-    def recalibrated_model(self, model: SequenceTransformer, method, context: int,
-                           multiple: int) -> SequenceTransformer:
-        if method.rope_type is None:
-            return model
-        return model.with_positional(method.module(model.pe, context, multiple))
+    def recalibrated_model(self, cfg: TaskConfig, model: SequenceTransformer, method) -> SequenceTransformer:
+        """At s = M for rows of L tokens."""
+        from pelab.positional.recalibration import in_place
+
+        return in_place(model, method, cfg.data.context, cfg.eval.recalibrate_multiple)
 
     def evaluate_recalibrated(self, cfg, model, data, device, suffix):
         from pelab.tasks.lm.evaluate import evaluate_recalibrated
