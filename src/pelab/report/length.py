@@ -168,7 +168,7 @@ def section(ctx: ReportContext) -> list[str]:
         counting_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
                          if problem_of(t) == "count"},
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(ranked), own=own, image=ctx.image,
-        recalibrations=[(t, *reading) for t in tasks if (reading := recalibration_reading(
+        recalibrations=[(t, *found) for t in tasks if (found := recalibration_reading(
             records, variants, length_measure(t, ctx.cfg(t).eval.recalibrate_multiple, ctx.cfg(t).data.train_max,
                                               ctx.cfg(t).data.test_max),
             ctx.cfg(t).eval.recalibrate_multiple, ctx.cfg(t).eval.recalibrate_share))],
