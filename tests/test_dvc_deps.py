@@ -132,3 +132,35 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
                     or p == SRC / "pelab/positional/recalibration.py"}, (task, scheme)
         assert SRC / f"pelab/positional/{scheme}.py" in covered and SRC / "pelab/positional/fire.py" not in covered
     assert SRC / "pelab/positional/rope.py" in set(fingerprint_sources("reverse", "rand_rope"))  # what it wraps
+
+
+def test_a_kept_runs_fingerprint_reads_what_training_executes(tmp_path):
+    """``closure.training_source``: editing a scoring or fine-tune method, a docstring or a comment leaves it as it
+    was (no retraining); editing what training runs does not."""
+    from pelab.closure import training_source
+
+    base = '''"""A task."""
+class T:
+    """Its class."""
+    def batches(self, n):
+        return n + 1  # one more
+
+    def evaluate(self, model):
+        return model.score()
+
+    def recalibration(self, cfg):
+        return cfg
+'''
+    variants = {
+        "same": base.replace('"""Its class."""', '"""Its class, reworded."""').replace("# one more", "# plus one")
+        .replace("return model.score()", "return model.score(k=2)").replace("    def recalibration(self, cfg):\n"
+                                                                           "        return cfg\n", ""),
+        "changed": base.replace("return n + 1", "return n + 2"),
+    }
+    (tmp_path / "base.py").write_text(base)
+    for name, text in variants.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    assert training_source(tmp_path / "same.py") == training_source(tmp_path / "base.py")
+    assert training_source(tmp_path / "changed.py") != training_source(tmp_path / "base.py")
+    assert b"def batches" in training_source(tmp_path / "base.py")
+    assert b"score" not in training_source(tmp_path / "base.py")

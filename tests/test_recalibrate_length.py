@@ -203,3 +203,20 @@ def test_the_length_reading_judges_accuracy_beyond_the_fine_tunes_lengths():
     assert cells["`rope+long-tuned`"][6].startswith("+0.150 [")  # the control against the run
     assert "fine-tuned on input lengths 1..4 for 50% of its training steps" in sentences[0]
     assert "token accuracy" in sentences[0] and "No verdict beyond 2N changes sign" in sentences[1]
+
+
+def test_pose_is_read_against_pis_module_even_where_pi_is_not_fine_tuned(trained, tmp_path):
+    """PoSE's "before" is the run read with PI's module: scored whether or not PI is a listed method."""
+    from pelab.runner.recalibrate import recalibrate_runs, recalibrated_rows
+    from pelab.tasks import get_task
+
+    _, root = trained
+    params = parse_params(_raw(["reverse", "addition_causal"], recalibrate_methods=["long", "pose"]))
+    runs = tmp_path / "runs"
+    shutil.copytree(root / "runs", runs)
+    data = root / "data" / "reverse"
+    recalibrate_runs(params, "reverse", "rope", [0], data, runs, device="cpu")
+    rows = recalibrated_rows(params, runs, "reverse", "rope", 0, get_task("reverse").load_data(data),
+                             torch.device("cpu"))
+    splits = {r["split"] for r in rows}
+    assert {"in_posetuned", "in_longtuned", "in_piuntuned"} <= splits and "in_pituned" not in splits

@@ -76,6 +76,24 @@ def imports(path: Path, evaluation: bool, aggregation: bool = False) -> frozense
     return frozenset(name for name in found if module_file(name) is not None)
 
 
+def training_source(path: Path) -> bytes:
+    """What training executes of a module: its code less a task's scoring and aggregation methods
+    (``EVALUATION_METHODS``, ``AGGREGATION_METHODS``), its docstrings, comments and layout (``ast.unparse``). What a
+    kept run's fingerprint hashes (``runner.kept_runs``), so that editing a task's evaluation or fine-tunes, or
+    rewording a docstring, never retrains its runs (DVC still re-runs the stage whose file changed)."""
+    tree = ast.parse(path.read_text())
+    skipped = (*EVALUATION_METHODS, *AGGREGATION_METHODS)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name in skipped)]
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # the docstring
+        node.body = body or [ast.Pass()]
+    return ast.unparse(tree).encode()
+
+
 def task_package(task: str) -> str:
     """``pelab.tasks.<folder>``: the package of a task's class."""
     from pelab.tasks import TASKS

@@ -24,8 +24,10 @@ PoSE's is PI's; ``long``'s the run itself), so that before and after differ by t
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pelab.positional.base import PositionalEncoding
@@ -50,6 +52,16 @@ class Method:
     # the method whose module, put on the run as trained (no fine-tune), is this one's "before": the same module at
     # the same factor (PoSE's is PI's); None: the run as trained
     before: str | None = None
+
+    @property
+    def before_method(self) -> Method | None:
+        """The method named by ``before``."""
+        return None if self.before is None else BY_NAME[self.before]
+
+    def sources(self) -> tuple[Path, ...]:
+        """The files a fine-tune with this method executes of the methods: this module and RoPE's extensions (part
+        of a fine-tuned run's identity, ``runner.recalibrate``)."""
+        return Path(__file__), Path(inspect.getsourcefile(extend))
 
     @property
     def untuned_suffix(self) -> str:

@@ -65,7 +65,7 @@ def is_recall(task: str) -> bool:
     return problem_of(task) == "recall"
 
 
-FAR = "far"  # the split of the lengths beyond a fine-tune's (M·N+1..M), derived here from the per-length rows
+FAR = "far"  # the lengths beyond a fine-tune's M·N (to test_max), derived here from the per-length rows
 
 
 def with_far(records: pd.DataFrame, beyond: dict[str, int]) -> pd.DataFrame:

@@ -80,7 +80,7 @@ def recalibration_reading(records: pd.DataFrame, names: list[str], measure: Meas
         return None
     rows, changed = [], []
     for base in bases:
-        control = f"{base}+long-tuned" if f"{base}+long-tuned" in names else None
+        control = f"{base}+long-tuned" if f"{base}+long-tuned" in set(names) & present else None
         for method in METHODS:
             tuned = f"{base}+{method.label}"
             if tuned not in names or tuned not in present:

@@ -6,8 +6,8 @@ one: the length study's runs every scheme of a task). Its finished runs are ther
 a copy of their live curves (appended to as they are logged) in ``<folder>/live_<k>``; ``<folder>/state.pt`` holds the state of the training in progress
 (``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
 it from now: ``identity`` (task, scheme, model and training sections, options, data info, device type and
-precision) and ``fingerprint`` (the prepared data, the pelab modules training imports for that task and scheme, and
-torch's version);
+precision) and ``fingerprint`` (the prepared data, the pelab modules training imports for that task and scheme, less
+the tasks' scoring methods, and torch's version);
 and, where training draws random numbers (dropout, randomized positions), in the same stack of seeds.
 """
 
@@ -38,15 +38,16 @@ def fingerprint_sources(task: str, scheme: str) -> list[Path]:
 def fingerprint(data_dir: str | Path, task: str, scheme: str) -> str:
     """sha256 of the prepared data's files, of ``fingerprint_sources``, and of torch's version: a kept run trained
     under another one is retrained."""
-    from pelab.closure import PACKAGE
+    from pelab.closure import PACKAGE, training_source
 
     digest = hashlib.sha256(torch.__version__.encode())
-    sources = fingerprint_sources(task, scheme)
-    data = sorted(p for p in Path(data_dir).rglob("*") if p.is_file())
-    for root, paths in ((PACKAGE, sources), (Path(data_dir), data)):
-        for path in paths:
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    for path in fingerprint_sources(task, scheme):  # what training executes of each (``closure.training_source``)
+        digest.update(str(path.relative_to(PACKAGE)).encode())
+        digest.update(training_source(path))
+    data = Path(data_dir)
+    for path in sorted(p for p in data.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(data)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -48,12 +48,13 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _code(*parts: Any) -> str:
-    """The source of this module and of the modules defining ``parts`` (the method, the fine-tune's batches and loss):
-    an edit to them fine-tunes again (what the base run was trained from is in the identity too)."""
+def _code(method: Any, *parts: Any) -> str:
+    """The source of this module, of ``method.sources()`` (the methods' module and RoPE's extensions) and of the
+    modules defining ``parts`` (the fine-tune's batches and loss, the task's recalibration): an edit to any fine-tunes
+    again (what the base run was trained from is in the identity too)."""
     import inspect
 
-    sources = {Path(__file__), *(Path(inspect.getsourcefile(p if callable(p) else type(p))) for p in parts)}
+    sources = {Path(__file__), *method.sources(), *(Path(inspect.getsourcefile(p)) for p in parts)}
     return hashlib.sha256(b"".join(path.read_bytes() for path in sorted(sources))).hexdigest()
 
 
@@ -137,14 +138,17 @@ def recalibrated_rows(params: Params, runs_root: str | Path, task_name: str, sch
     task, cfg = get_task(task_name), params.task(task_name)
     rows: list[dict[str, Any]] = []
     trained = load_run(run_dir(runs_root, task_name, scheme, seed)).model  # the run as trained, read once
+    read_before: set[str] = set()
     for method in task.recalibrations(cfg, scheme):
         model, meta = load_recalibrated(params, runs_root, task_name, scheme, method, seed)
         with torch.no_grad():
             rows += task.evaluate_recalibrated(cfg, model.to(device), data, device, method.suffix)
-            if method.before == method.name:  # its "before": the run as trained, read with the same module
-                untuned = task.recalibrated_model(cfg, trained, method)
+            if method.before is not None and method.before not in read_before:  # its "before": the run as trained,
+                before = method.before_method  # read with the same module (PoSE's: PI's, listed or not)
+                untuned = task.recalibrated_model(cfg, trained, before)
                 rows += task.evaluate_recalibrated(cfg, untuned.eval().to(device), data, device,
-                                                   method.untuned_suffix)
+                                                   before.untuned_suffix)
+                read_before.add(before.name)
         rows += [{"split": "train" + method.suffix, "length": "all", "metric": metric, "value": float(meta["cost"][metric])}
                  for metric in ("best_step", "steps", "tokens", "wall_time_s") if meta["cost"].get(metric) is not None]
     return [{"task": task_name, "pe": scheme, "seed": seed, **row} for row in rows]

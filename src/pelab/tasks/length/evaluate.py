@@ -20,7 +20,8 @@ A ``rope`` model is also scored with each evaluation-time extension its scheme d
 s = T/L) and ``NTK`` (HF ``dynamic`` with factor 1, i.e. NTK-aware scaling at T/L) beyond N; ``dynamic``, ``yarn``
 and ``llama3`` at the factor a user would set to reach the longest evaluated row, ``yarn`` and ``llama3`` at every
 length (they change the model within L too), ``dynamic`` beyond N (it equals the trained model within L). Splits
-``test<suffix>``, ``in<suffix>``, ``beyond<suffix>``.
+``test<suffix>``, ``in<suffix>``, ``beyond<suffix>``. A recalibrated run (``tasks/length/recalibrate.py``) is scored
+on the same grid under its method's suffix (``evaluate_recalibrated``), without the variants.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ def longer_sources(cfg: LengthDataConfig, problem_name: str, longest: int,
                    tests: tuple[tuple[int, tuple[tuple[int, ...], ...]], ...]):
     """({n: training sources}, {n: validation sources}) at n = N+1..``longest``: as many a length as the prepared
     training split holds at each trained length (``make_splits``), none of them one of ``tests`` (n: the test
-    sources of that length), the last fifth of each (at most ``VAL_PER_LENGTH``) for validation."""
+    sources of that length), the last fifth of each (at most ``VAL_PER_LENGTH``; none of a single one) for
+    validation; a length whose every sequence is a test one is left out."""
     from pelab.tasks.length.task import VAL_PER_LENGTH
 
     problem, exclude = PROBLEMS[problem_name], dict(tests)
@@ -79,8 +80,12 @@ def longer_sources(cfg: LengthDataConfig, problem_name: str, longest: int,
             base, width = problem.alphabet(cfg.n_symbols), problem.source_length(n)
             codes = {sum(d * base**i for i, d in enumerate(reversed(row))) for row in excluded}
             sources = decode_codes(distinct_codes(base**width, count, generator, exclude=codes), width, base)
-        k = min(VAL_PER_LENGTH, max(1, count // 5))
-        train[n], val[n] = sources[:count - k], sources[count - k:]
+        if count < 1:  # every sequence of this length is a test one: the fine-tune reads the others
+            continue
+        k = min(VAL_PER_LENGTH, max(1, count // 5)) if count >= 2 else 0  # as ``split_validation``
+        train[n] = sources[:count - k]
+        if k:
+            val[n] = sources[count - k:]
     return train, val
 
 
