@@ -584,7 +584,7 @@ def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_p
     shutil.rmtree(tmp_path / "runs")
     train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
     assert trained == [2, 1]  # only seed 2
-    (package / "training/loop.py").write_text((package / "training/loop.py").read_text() + "\n# a training edit\n")
+    (package / "training/loop.py").write_text((package / "training/loop.py").read_text() + "\nEDITED = True\n")
     shutil.rmtree(tmp_path / "runs")
     train_runs(params, "copy", "rope", [0, 1, 2], tmp_path / "data", outs, device="cpu", kept=kept)
     assert trained == [2, 1, 3]
@@ -593,7 +593,8 @@ def test_after_an_evaluation_only_edit_adding_a_seed_trains_only_that_seed(tmp_p
 def test_editing_a_study_record_or_a_validation_message_retrains_no_kept_run(tmp_path, monkeypatch):
     """A kept run's fingerprint reads what the run is trained from, not the params' validation or the study records
     (``runner/train.py`` imports ``Params`` for type checking only): editing a record's description or a validation
-    message leaves the fingerprint of every (task, scheme) as it was; a training edit changes every one."""
+    message, a task's scoring methods or a docstring leaves the fingerprint of every (task, scheme) as it was; a
+    training edit changes every one."""
     import pelab.closure as closure
     from pelab.positional import scheme_names
     from pelab.tasks import task_names
@@ -617,5 +618,8 @@ def test_editing_a_study_record_or_a_validation_message_retrains_no_kept_run(tmp
     edit("studies.py", 'about="the language-model study', 'about="the LM study, described anew')
     edit("params.py", "seeds must be distinct", "every seed must be distinct")
     assert fingerprints() == before
-    edit("training/loop.py", '"""', '"""A training edit. ', )
+    edit("tasks/base.py", "has no recalibration", "has no fine-tune")  # in scoring methods only
+    edit("tasks/base.py", "The ``Task`` interface", "The task interface")  # the module's docstring
+    assert fingerprints() == before
+    (package / "training/loop.py").write_text((package / "training/loop.py").read_text() + "\nEDITED = True\n")
     assert all(a != b for a, b in zip(before, fingerprints()))

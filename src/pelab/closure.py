@@ -77,16 +77,26 @@ def imports(path: Path, evaluation: bool, aggregation: bool = False) -> frozense
 
 
 def training_source(path: Path) -> bytes:
-    """What training executes of a module: its code less a task's scoring and aggregation methods
-    (``EVALUATION_METHODS``, ``AGGREGATION_METHODS``), its docstrings, comments and layout (``ast.unparse``). What a
-    kept run's fingerprint hashes (``runner.kept_runs``), so that editing a task's evaluation or fine-tunes, or
-    rewording a docstring, never retrains its runs (DVC still re-runs the stage whose file changed)."""
-    tree = ast.parse(path.read_text())
-    skipped = (*EVALUATION_METHODS, *AGGREGATION_METHODS)
+    """What training executes of a module: its text, or, where it defines one of a task's scoring and aggregation
+    methods (``EVALUATION_METHODS``, ``AGGREGATION_METHODS``), its code less those methods, its docstrings, comments
+    and layout (``ast.unparse``). What a kept run's fingerprint hashes (``runner.kept_runs``), so that editing a task's
+    evaluation or fine-tunes never retrains its runs (DVC still re-runs the stage whose file changed)."""
+    text = path.read_text()
+    if not any(f"def {name}(" in text for name in SKIPPED_IN_TRAINING):
+        return text.encode()  # most modules: read whole, not parsed (a stage's fingerprint reads some 40)
+    return _training_source(text)
+
+
+SKIPPED_IN_TRAINING = (*EVALUATION_METHODS, *AGGREGATION_METHODS)
+
+
+@cache  # tests ask for many (task, scheme) pairs' fingerprints in one process
+def _training_source(text: str) -> bytes:
+    tree = ast.parse(text)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name in skipped)]
+        body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name in SKIPPED_IN_TRAINING)]
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # the docstring
