@@ -173,18 +173,7 @@ def test_a_killed_fine_tune_resumes_to_the_same_weights_and_a_kept_one_is_not_tu
     weights = {p.parent.name: torch.load(p / "model.pt", weights_only=True) for p in whole}
     shutil.rmtree(runs / "lm" / "rope" / "recalibrated")
 
-    real_train, calls = recal.train, []
-
-    def killed_once(models, *args, **kwargs):
-        calls.append(kwargs["desc"])
-        if len(calls) == 3:  # PoSE's fine-tune (its own draws replayed on resume), killed at its third logged row
-            def kill(row):
-                if row["step"] == 3:
-                    raise KeyboardInterrupt
-            return real_train(models, *args, **{**kwargs, "save_every_s": 0.0, "on_rows": [kill]})
-        return real_train(models, *args, **kwargs)
-
-    monkeypatch.setattr(recal, "train", killed_once)
+    calls = kill_the_third_fine_tune(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         recal.recalibrate_runs(params, "lm", "rope", [0], root / "data", runs, device="cpu", kept=kept)
     assert (kept / "recalibrated" / "pi" / "seed_0" / "model.pt").exists()
@@ -192,9 +181,7 @@ def test_a_killed_fine_tune_resumes_to_the_same_weights_and_a_kept_one_is_not_tu
     shutil.rmtree(runs / "lm" / "rope" / "recalibrated")  # as DVC does before it reruns the stage
     again = recal.recalibrate_runs(params, "lm", "rope", [0], root / "data", runs, device="cpu", kept=kept)
     assert len(calls) == 4  # long and pi restored; pose resumed
-    for path in again:
-        for name, tensor in torch.load(path / "model.pt", weights_only=True).items():
-            torch.testing.assert_close(tensor, weights[path.parent.name][name], rtol=1e-5, atol=1e-6)
+    assert_same_weights(again, weights)
     assert not (kept / "recalibrated" / "pose" / "state.pt").exists()
     meta = io.read_json(again[1] / "run.json")
     assert meta["method"] == "pi" and meta["multiple"] == 2 and meta["cost"]["steps"] == 5
@@ -257,3 +244,30 @@ def test_the_before_after_table_pairs_seeds_and_names_a_verdict_that_changes():
     assert "`rope`" in long and "-1.00 [" in long and "+5.00 [" in long
     assert "`rope`'s PI beyond L: helps before, hurts after the fine-tune" in sentences[1]
     assert "for 10% of its training steps" in sentences[0]
+
+
+def kill_the_third_fine_tune(monkeypatch) -> list[str]:
+    """``runner.recalibrate``'s training patched: the third fine-tune (PoSE's, whose own draws are replayed on resume)
+    saves its state every step and is killed at its third logged row; returns the fine-tunes' names as they start."""
+    import pelab.runner.recalibrate as recal
+
+    real_train, calls = recal.train, []
+
+    def killed_once(models, *args, **kwargs):
+        calls.append(kwargs["desc"])
+        if len(calls) == 3:
+            def kill(row):
+                if row["step"] == 3:
+                    raise KeyboardInterrupt
+            return real_train(models, *args, **{**kwargs, "save_every_s": 0.0, "on_rows": [kill]})
+        return real_train(models, *args, **kwargs)
+
+    monkeypatch.setattr(recal, "train", killed_once)
+    return calls
+
+
+def assert_same_weights(paths, weights) -> None:
+    """Each fine-tuned run's weights (``<path>/model.pt``) those of ``weights[<method>]``."""
+    for path in paths:
+        for name, tensor in torch.load(path / "model.pt", weights_only=True).items():
+            torch.testing.assert_close(tensor, weights[path.parent.name][name], rtol=1e-5, atol=1e-6)

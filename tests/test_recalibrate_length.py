@@ -9,6 +9,7 @@ import shutil
 import pytest
 import torch
 from conftest import smoke_raw
+from test_recalibrate import assert_same_weights, kill_the_third_fine_tune
 
 from pelab import io
 from pelab.params import parse_params
@@ -107,26 +108,13 @@ def test_a_killed_length_fine_tune_resumes_to_the_same_weights(trained, tmp_path
         f"addition_causal/rope/recalibrated/{m}/seed_1" for m in ("long", "pi", "pose")]
     weights = {p.parent.name: torch.load(p / "model.pt", weights_only=True) for p in whole}
     shutil.rmtree(runs / "addition_causal" / "rope" / "recalibrated")
-    real_train, calls = recal.train, []
-
-    def killed_once(models, *args, **kwargs):
-        calls.append(kwargs["desc"])
-        if len(calls) == 3:  # PoSE's fine-tune (its positions replayed on resume), killed at its third logged row
-            def kill(row):
-                if row["step"] == 3:
-                    raise KeyboardInterrupt
-            return real_train(models, *args, **{**kwargs, "save_every_s": 0.0, "on_rows": [kill]})
-        return real_train(models, *args, **kwargs)
-
-    monkeypatch.setattr(recal, "train", killed_once)
+    calls = kill_the_third_fine_tune(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         recal.recalibrate_runs(params, "addition_causal", "rope", [1], data, runs, device="cpu", kept=kept)
     shutil.rmtree(runs / "addition_causal" / "rope" / "recalibrated")
     again = recal.recalibrate_runs(params, "addition_causal", "rope", [1], data, runs, device="cpu", kept=kept)
     assert len(calls) == 4  # long and pi restored; pose resumed
-    for path in again:
-        for name, tensor in torch.load(path / "model.pt", weights_only=True).items():
-            torch.testing.assert_close(tensor, weights[path.parent.name][name], rtol=1e-5, atol=1e-6)
+    assert_same_weights(again, weights)
     meta = io.read_json(again[1] / "run.json")
     assert meta["method"] == "pi" and meta["multiple"] == 2 and meta["data"]["train_max"] == 6
 
