@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from pelab.model.attention import combine_attention_bias
+from pelab.model.attention import combine_attention_bias, with_content_bias
 from pelab.model.config import ModelConfig
 from pelab.model.sequence import build_sequence_model
 from pelab.positional import build_positional_encoding
@@ -225,6 +225,28 @@ def test_fox_gates_are_per_layer_zero_bias_and_not_a_control():
     assert [pe.layer(i) for i in range(3)] == list(pe.gates) and len(set(map(id, pe.gates))) == 3
     assert all((g.gate.bias == 0).all() for g in pe.gates)
     assert not is_control("fox") and is_control("none")
+
+
+@pytest.mark.parametrize("scheme", ["fox", "cope"])
+def test_a_causal_content_bias_is_finite_so_the_padding_check_is_not_needed(scheme):
+    """``with_content_bias`` checks for queries left with no key only in an encoder: a causal scheme's content bias
+    is finite even with saturated gates, so a causal row keeps the keys the masks left it (left padding included)."""
+    torch.manual_seed(0)
+    pe = build_positional_encoding(scheme, d_model=32, n_heads=4, causal=True, n_layers=1).layer(0)
+    if scheme == "fox":
+        with torch.no_grad():
+            pe.gate.bias.fill_(-200.0)  # log f ≈ −200 a token: Λ_i − Λ_j down to about −2,400
+    else:
+        with torch.no_grad():
+            pe.table.normal_(std=50.0)
+    x, q, k = torch.randn(2, 12, 32) * 50, torch.randn(2, 4, 12, 8) * 50, torch.randn(2, 4, 12, 8) * 50
+    content = pe.content_bias(x, q, k)
+    assert torch.isfinite(content).all() and content.min() < -100
+    padding = torch.zeros(2, 12, dtype=torch.bool)
+    padding[0, :4] = True  # left padding: the first four queries of row 0 see only padding keys
+    masks = combine_attention_bias(None, q_len=12, k_len=12, causal=True, key_padding_mask=padding)
+    fast, checked = with_content_bias(masks, content, causal=True), with_content_bias(masks, content, causal=False)
+    assert torch.equal(fast, checked) and not torch.isinf(fast).all(dim=-1).any()
 
 
 @pytest.mark.parametrize("scheme", ["kerple", "sandwich", "pope", "fox", "cope", "stick_breaking"])

@@ -48,12 +48,17 @@ def own_weights(pe: PositionalEncoding) -> Callable[[torch.Tensor], torch.Tensor
     return pe.attention_weights if overridden else None
 
 
-def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | None) -> torch.Tensor | None:
-    """The combined bias (B|1, H|1, Tq, Tk) plus a scheme's content bias (B, H, Tq, Tk), either may be None. A query
-    the two leave no key (a right-looking head at trailing padding) sees every key, as in ``combine_attention_bias``."""
+def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | None, causal: bool) -> torch.Tensor | None:
+    """The combined bias (B|1, H|1, Tq, Tk) plus a scheme's content bias (B, H, Tq, Tk), either may be None. In a
+    bidirectional model a query the two leave no key (a right-looking head at trailing padding) sees every key, as in
+    ``combine_attention_bias``; a causal scheme's content bias is finite (``PositionalEncoding.content_bias``), so
+    every query keeps the keys the combined bias left it and the check, three passes over (B, H, Tq, Tk), is skipped
+    (a quarter of a FoX LM's scoring on the CPU: ``benchmarks/results/lm_quick.md``, 2026-11-29)."""
     if content is None:
         return attn_bias
     bias = content if attn_bias is None else attn_bias + content
+    if causal:
+        return bias
     return bias.masked_fill(torch.isinf(bias).all(dim=-1, keepdim=True), 0.0)
 
 
@@ -103,7 +108,7 @@ class MultiHeadAttention(nn.Module):
         """
         q, k, v = self.project(x, memory)
         q, k = pe.rotate(q, k, q_pos, k_pos)  # (B, H, T, Dh)
-        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k))
+        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k), pe.causal)
         return self.attend(q, k, v, attn_bias, need_weights, normalise=own_weights(pe), gate_input=x,
                            logits=pe.logits(q, k, q_pos, k_pos))
 
@@ -119,7 +124,7 @@ class MultiHeadAttention(nn.Module):
         q, k = pe.rotate(q, k, q_pos, q_pos)  # (B, H, n, Dh)
         cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)  # (B, H, t + n, Dh)
         cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
-        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, cache["k"], cache))
+        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, cache["k"], cache), pe.causal)
         if k_pos is None:
             k_pos = torch.arange(cache["k"].shape[2], device=q_pos.device)
         return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe), gate_input=x,

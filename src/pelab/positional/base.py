@@ -108,7 +108,8 @@ class PositionalEncoding(nn.Module):
         """Additive logit bias (B, H, Tq, Tk) from x (B, Tq, D), the layer's normed input at the queries, and the
         rotated q (B, H, Tq, Dh), k (B, H, Tk, Dh); None for none. Self-attention only. ``cache`` is the layer's
         incremental-decoding cache (``MultiHeadAttention.extend``: the queries are the last Tq of the Tk tokens),
-        where a scheme keeps what it needs of earlier tokens; None on a whole row (Tq = Tk)."""
+        where a scheme keeps what it needs of earlier tokens; None on a whole row (Tq = Tk). A causal scheme's bias
+        is finite (the causal mask hides the keys it does not read); a bidirectional one's may be −inf."""
         return None
 
     # The content logits themselves ------------------------------------------------------------
