@@ -347,6 +347,22 @@ def test_stick_breaking_output_equals_its_reference_code():
                                                              for l in (3, 4)), rel=1e-5)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_stick_breaking_sums_its_stick_in_float32_under_autocast(causal):
+    """The sums of log(1 − β) are a product with a triangular matrix, which autocast would run in bfloat16: they
+    stay in float32, so the weights under autocast are the float32 weights."""
+    torch.manual_seed(0)
+    sb = build_positional_encoding("stick_breaking", d_model=16, n_heads=2, causal=causal)
+    scores = torch.randn(2, 2, 40, 40) * 3
+    if causal:
+        scores = scores + combine_attention_bias(None, q_len=40, k_len=40, causal=True)
+    plain = sb.attention_weights(scores)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        autocast = sb.attention_weights(scores)
+    assert autocast.dtype == torch.float32
+    assert_close(autocast, plain, rtol=1e-6, atol=1e-7)
+
+
 def test_stick_breaking_in_an_encoder_breaks_each_way_and_is_not_a_control():
     sb = build_positional_encoding("stick_breaking", d_model=16, n_heads=2, causal=False)
     scores = torch.randn(1, 2, 6, 6)

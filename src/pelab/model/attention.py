@@ -48,12 +48,12 @@ def own_weights(pe: PositionalEncoding) -> Callable[[torch.Tensor], torch.Tensor
     return pe.attention_weights if overridden else None
 
 
-def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | None, causal: bool) -> torch.Tensor | None:
+def with_content_bias(attn_bias: torch.Tensor | None, content: torch.Tensor | None,
+                      causal: bool) -> torch.Tensor | None:
     """The combined bias (B|1, H|1, Tq, Tk) plus a scheme's content bias (B, H, Tq, Tk), either may be None. In a
     bidirectional model a query the two leave no key (a right-looking head at trailing padding) sees every key, as in
     ``combine_attention_bias``; a causal scheme's content bias is finite (``PositionalEncoding.content_bias``), so
-    every query keeps the keys the combined bias left it and the check, three passes over (B, H, Tq, Tk), is skipped
-    (a quarter of a FoX LM's scoring on the CPU: ``benchmarks/results/lm_quick.md``, 2026-11-29)."""
+    every query keeps the keys the combined bias left it and the check, three passes over (B, H, Tq, Tk), is skipped."""
     if content is None:
         return attn_bias
     bias = content if attn_bias is None else attn_bias + content

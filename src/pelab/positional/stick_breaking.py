@@ -27,22 +27,24 @@ from pelab.positional.functional import right_looking_heads
 
 def stick_breaking_weights(scores: torch.Tensor, keys_left: torch.Tensor,
                            looks_right: torch.Tensor | None = None) -> torch.Tensor:
-    """scores (B, H, Tq, Tk): the logits z with −inf where a key is masked; keys_left (H|1, Tq, Tk) bool: the keys each
-    head breaks its stick over (strictly left of the query, or right); looks_right (H, 1, 1) bool: the heads whose
-    stick runs right (an encoder's odd heads), None where every head looks left (causal). The queries are the last
-    Tq of the Tk keys. Returns the weights (B, H, Tq, Tk): A_ij over those keys, 1 − Σ_j A_ij on the query's own key."""
+    """scores (B, H, Tq, Tk): the logits z with −inf where a key is masked; keys_left (H|1, Tq, Tk) bool: the keys
+    each head breaks its stick over (strictly left of the query, or right); looks_right (H, 1, 1) bool: the heads
+    whose stick runs right (an encoder's odd heads), None where every head looks left (causal). The queries are the
+    last Tq of the Tk keys. Returns the weights (B, H, Tq, Tk): A_ij over those keys, 1 − Σ_j A_ij on the query's own
+    key."""
     z = scores.to(torch.promote_types(scores.dtype, torch.float32)).masked_fill(~keys_left, float("-inf"))
     log_rest = -F.softplus(z)  # log(1 − β) = log σ(−z), 0 off the stick: finite everywhere
-    log_beta = z + log_rest  # log β = log σ(z) = z + log σ(−z), −inf off the stick (one softplus: a third the time)
-    # Σ_{l between j and i, l ≠ j} log(1 − β_il) as a product with a triangular matrix, as the reference's einsum
-    # (a tenth of the time of a flipped cumulative sum on a CPU): for keys left of i, l > j; right of i, l < j.
-    # log_rest is 0 off the stick, so the sum over every l > j (l < j) is the sum between j and i.
+    log_beta = z + log_rest  # log β = log σ(z) = z + log σ(−z), −inf off the stick
+    # Σ_{l between j and i, l ≠ j} log(1 − β_il): for keys left of i, l > j; right of i, l < j. log_rest is 0 off
+    # the stick, so the sum over every l > j (l < j) is the sum between j and i: a product with a triangular matrix,
+    # as the reference's einsum (on a CPU faster than a flipped cumulative sum), in float32 under autocast too.
     total = scores.shape[-1]
     position = torch.arange(total, device=scores.device)
     later = (position[:, None] > position[None, :]).to(log_rest.dtype)  # (Tk, Tk): [l, j] = 1 where l > j
-    behind = log_rest @ later  # Σ_{l > j}
-    if looks_right is not None:
-        behind = torch.where(looks_right, log_rest @ later.T, behind)  # Σ_{l < j} for the heads that look right
+    with torch.autocast(scores.device.type, enabled=False):
+        behind = log_rest @ later  # Σ_{l > j}
+        if looks_right is not None:  # Σ_{l < j} for the heads that look right
+            behind = torch.where(looks_right, log_rest @ later.T, behind)
     weights = (log_beta + behind).exp()  # (B, H, Tq, Tk), 0 off the stick
     i = torch.arange(total - scores.shape[-2], total, device=scores.device)[:, None]
     remainder = (1 - weights.sum(-1, keepdim=True)).clamp(min=0.0)  # ≥ 0 but for rounding
