@@ -349,8 +349,8 @@ def test_stick_breaking_output_equals_its_reference_code():
 
 @pytest.mark.parametrize("causal", [True, False])
 def test_stick_breaking_sums_its_stick_in_float32_under_autocast(causal):
-    """The sums of log(1 − β) are a product with a triangular matrix, which autocast would run in bfloat16: they
-    stay in float32, so the weights under autocast are the float32 weights."""
+    """The sums of log(1 − β) stay in float32 under autocast (a product with a triangular matrix, as the reference's
+    einsum, would run in bfloat16), so the weights under autocast are the float32 weights."""
     torch.manual_seed(0)
     sb = build_positional_encoding("stick_breaking", d_model=16, n_heads=2, causal=causal)
     scores = torch.randn(2, 2, 40, 40) * 3

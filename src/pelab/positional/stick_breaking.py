@@ -36,15 +36,13 @@ def stick_breaking_weights(scores: torch.Tensor, keys_left: torch.Tensor,
     log_rest = -F.softplus(z)  # log(1 − β) = log σ(−z), 0 off the stick: finite everywhere
     log_beta = z + log_rest  # log β = log σ(z) = z + log σ(−z), −inf off the stick
     # Σ_{l between j and i, l ≠ j} log(1 − β_il): for keys left of i, l > j; right of i, l < j. log_rest is 0 off
-    # the stick, so the sum over every l > j (l < j) is the sum between j and i: a product with a triangular matrix,
-    # as the reference's einsum (on a CPU faster than a flipped cumulative sum), in float32 under autocast too.
+    # the stick, so the sum over every l > j (l < j) is the sum between j and i. Cumulative sums, exact in float32
+    # under autocast and on CUDA (the reference's einsum with a triangular matrix would run in TF32 or half there).
+    behind = log_rest.flip(-1).cumsum(-1).flip(-1) - log_rest  # Σ_{l > j}
+    if looks_right is not None:  # Σ_{l < j} for the heads that look right
+        behind = torch.where(looks_right, log_rest.cumsum(-1) - log_rest, behind)
     total = scores.shape[-1]
     position = torch.arange(total, device=scores.device)
-    later = (position[:, None] > position[None, :]).to(log_rest.dtype)  # (Tk, Tk): [l, j] = 1 where l > j
-    with torch.autocast(scores.device.type, enabled=False):
-        behind = log_rest @ later  # Σ_{l > j}
-        if looks_right is not None:  # Σ_{l < j} for the heads that look right
-            behind = torch.where(looks_right, log_rest @ later.T, behind)
     weights = (log_beta + behind).exp()  # (B, H, Tq, Tk), 0 off the stick
     i = torch.arange(total - scores.shape[-2], total, device=scores.device)[:, None]
     remainder = (1 - weights.sum(-1, keepdim=True)).clamp(min=0.0)  # ≥ 0 but for rounding
