@@ -130,6 +130,18 @@ class MultiHeadAttention(nn.Module):
         return self.attend(q, cache["k"], cache["v"], attn_bias, normalise=own_weights(pe), gate_input=x,
                            logits=pe.logits(q, cache["k"], q_pos, k_pos))[0]
 
+    def last_query(self, x: torch.Tensor, *, pe: PositionalEncoding, positions: torch.Tensor,
+                   attn_bias: torch.Tensor | None) -> torch.Tensor:
+        """Causal self-attention of the last query alone, ``forward``'s last row: x (B, T, D) every token's normed
+        input (the keys' and values'); positions (T,); attn_bias (B|1, H|1, 1, T) or None, the last query's row.
+        A content bias reads x whole and the one query (``PositionalEncoding.content_bias``). Returns (B, 1, D)."""
+        q, k, v = self.project(x[:, -1:], x)
+        q_pos = positions[-1:]
+        q, k = pe.rotate(q, k, q_pos, positions)  # (B, H, 1, Dh), (B, H, T, Dh)
+        attn_bias = with_content_bias(attn_bias, pe.content_bias(x, q, k), pe.causal)
+        return self.attend(q, k, v, attn_bias, normalise=own_weights(pe), gate_input=x[:, -1:],
+                           logits=pe.logits(q, k, q_pos, positions))[0]
+
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_bias: torch.Tensor | None, need_weights: bool = False,
         normalise: Callable[[torch.Tensor], torch.Tensor] | None = None, gate_input: torch.Tensor | None = None,

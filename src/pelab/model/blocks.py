@@ -60,6 +60,14 @@ class EncoderLayer(nn.Module):
         return x + self.drop(self.ff(self.ff_norm(x)))
 
 
+    def last(self, x, *, pe, positions, attn_bias):
+        """A causal stack's last layer read for its last position only (``Encoder.last``): x (B, T, D) every token,
+        attn_bias (B|1, H|1, 1, T) or None the last query's row. Returns (B, 1, D), ``forward``'s last row."""
+        h = self.attn.last_query(self.attn_norm(x), pe=pe, positions=positions, attn_bias=attn_bias)
+        x = x[:, -1:] + self.drop(h)
+        return x + self.drop(self.ff(self.ff_norm(x)))
+
+
 class DecoderLayer(nn.Module):
     """Causal self-attention with the decoder's scheme, then cross-attention, then FFN.
 
@@ -138,6 +146,24 @@ class Encoder(nn.Module):
             x, weights = layer(x, pe=self.pe.layer(i), positions=positions, attn_bias=bias, need_weights=need_weights)
             attentions.append(weights)
         return self.norm(x), attentions
+
+    def last(self, x, positions):
+        """A causal stack read for the last position only: x (B, T, D) token embeddings, positions (T,). Returns
+        (B, D), ``forward``'s last row: every layer but the last runs whole (the last one's keys and values need every
+        token), the last one for one query: for two layers about half the work (what the crop-to-L baseline reads,
+        one row of L tokens per scored token: ``tasks.lm.evaluate.cropped_nll``)."""
+        if not self.pe.causal:
+            raise ValueError("reading the last position alone needs a causal stack")
+        x = self.drop(self.pe.embed(x, positions))
+        t = x.shape[1]
+        biases = layer_biases(self.pe, positions, positions, len(self.layers), q_len=t, k_len=t, causal=True,
+                              device=x.device)  # per layer: (1, H|1, T, T)
+        *below, top = self.layers
+        for i, (layer, bias) in enumerate(zip(below, biases[:-1], strict=True)):
+            x, _ = layer(x, pe=self.pe.layer(i), positions=positions, attn_bias=bias)
+        row = None if biases[-1] is None else biases[-1][..., -1:, :]  # (1, H|1, 1, T)
+        x = top.last(x, pe=self.pe.layer(len(below)), positions=positions, attn_bias=row)
+        return self.norm(x[:, 0])
 
     def extend(self, x, caches, positions):
         """Incremental decoding for a causal stack: x (B, n, D) embeds n new tokens that follow the tokens held in

@@ -51,8 +51,12 @@ class SequenceTransformer(nn.Module):
 
     def last_logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens (B, T) -> the last position's logits (B, V), ``forward(tokens)[0][:, -1]`` with the head applied to
-        one position instead of T (for a vocabulary of 8k and T = 256 the head is half of a forward pass)."""
-        hidden, _ = self.encoder(self.embedding(tokens), self.positions(tokens.shape[1], tokens.device))
+        one position instead of T (for a vocabulary of 8k and T = 256 the head is half of a forward pass) and, in a
+        causal model, the last layer to one query (``Encoder.last``)."""
+        x, positions = self.embedding(tokens), self.positions(tokens.shape[1], tokens.device)
+        if self.encoder.pe.causal:
+            return self.head(self.encoder.last(x, positions))
+        hidden, _ = self.encoder(x, positions)
         return self.head(hidden[:, -1])
 
     def extend(self, tokens: torch.Tensor, caches: list[dict[str, torch.Tensor]],

@@ -105,11 +105,13 @@ class PositionalEncoding(nn.Module):
     # Slot 4: a bias on the attention logits that reads the content ----------------------------
     def content_bias(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                      cache: dict[str, torch.Tensor] | None = None) -> torch.Tensor | None:
-        """Additive logit bias (B, H, Tq, Tk) from x (B, Tq, D), the layer's normed input at the queries, and the
-        rotated q (B, H, Tq, Dh), k (B, H, Tk, Dh); None for none. Self-attention only. ``cache`` is the layer's
-        incremental-decoding cache (``MultiHeadAttention.extend``: the queries are the last Tq of the Tk tokens),
-        where a scheme keeps what it needs of earlier tokens; None on a whole row (Tq = Tk). A causal scheme's bias
-        is finite (the causal mask hides the keys it does not read); a bidirectional one's may be −inf."""
+        """Additive logit bias (B, H, Tq, Tk) from x, the layer's normed input, and the rotated q (B, H, Tq, Dh),
+        k (B, H, Tk, Dh); None for none. Self-attention only; the queries are always the last Tq of the Tk tokens.
+        ``cache`` is the layer's incremental-decoding cache (``MultiHeadAttention.extend``; x (B, Tq, D) the new
+        tokens), where a scheme keeps what it needs of earlier tokens; None: x (B, Tk, D) holds every token, on a
+        whole row (Tq = Tk) or, in a causal stack, for its last query alone (``MultiHeadAttention.last_query``,
+        Tq = 1). A causal scheme's bias is finite (the causal mask hides the keys it does not read); a
+        bidirectional one's may be −inf."""
         return None
 
     # The content logits themselves ------------------------------------------------------------

@@ -40,7 +40,7 @@ class ForgetGate(PositionalEncoding):
         return F.logsigmoid(self.gate(x).to(torch.promote_types(x.dtype, torch.float32))).transpose(1, 2)
 
     def content_bias(self, x, q, k, cache=None):
-        log_f = self.log_forget(x)  # (B, H, n): the queries' tokens
+        log_f = self.log_forget(x)  # (B, H, Tx): x's tokens (every token without a cache, the new ones with one)
         n, total = q.shape[2], k.shape[2]
         if cache is None:
             log_all = log_f  # (B, H, T)
