@@ -46,12 +46,14 @@ def line_style(name: str) -> str | tuple:
 
 
 def setup() -> None:
-    sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
+    # titles at the top of their axes (no figure has tick labels above an axes): matplotlib's automatic placement
+    # measures every tick label of every axes at each draw, a fifth of a report's drawing time
+    sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95, rc={"axes.titley": 1.0})
 
 
-def save(fig: plt.Figure, path: Path) -> Path:
+def save(fig: plt.Figure, path: Path, tight: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    fig.savefig(path, dpi=DPI, bbox_inches="tight" if tight else None)
     plt.close(fig)
     return path
 
@@ -87,13 +89,15 @@ def draw_attention(grid: list[list[Attention | None]], size: float, title: str, 
     n_rows, n_cols = len(grid), len(grid[0])
     # Gaps in inches, from the longest token (tick labels at 6 pt, about 0.06 inch a character): below a panel its
     # rotated key labels, the axis label and the next panel's title; left of it the query labels and the axis label.
-    # Laid out by hand, the margins trimmed by the tight bounding box at save: constrained layout took about 15% longer
-    # a figure, and a report draws an attention figure per scheme and task (benchmarks/results/suite_time.md).
+    # Laid out by hand and saved as laid out: constrained layout took about 15% longer a figure, and trimming the margins
+    # to the tight bounding box at save (one more pass over every tick label) and the titles' automatic placement half
+    # of the rest; a report draws an attention figure per scheme and task (benchmarks/results/suite_time.md).
     longest = max((len(t) for row in grid for panel in row if panel for t in (*panel.keys, *panel.queries)), default=1)
     below, left, top, bar = 0.06 * longest + 0.7, 0.06 * longest + 0.45, 0.7, 1.1
-    width, height = n_cols * (size + left) + bar, n_rows * (size + below) + top
+    bottom = below - 0.3  # no panel title under the last row
+    width, height = n_cols * (size + left) + bar, n_rows * size + (n_rows - 1) * below + bottom + top
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(width, height), squeeze=False,
-                             gridspec_kw={"left": left / width, "right": 1 - bar / width, "bottom": below / height,
+                             gridspec_kw={"left": left / width, "right": 1 - bar / width, "bottom": bottom / height,
                                           "top": 1 - top / height, "wspace": left / size, "hspace": below / size})
     for ax, panel in zip(axes.flat, (panel for row in grid for panel in row)):
         if panel is None:
@@ -108,10 +112,10 @@ def draw_attention(grid: list[list[Attention | None]], size: float, title: str, 
             ax.set_ylabel(panel.ylabel, fontsize=8)
         if panel.xlabel:
             ax.set_xlabel(panel.xlabel, fontsize=8)
-    fig.colorbar(image, cax=fig.add_axes((1 - 0.85 / width, below / height, 0.12 / width, 1 - (below + top) / height)),
+    fig.colorbar(image, cax=fig.add_axes((1 - 0.85 / width, bottom / height, 0.12 / width, 1 - (bottom + top) / height)),
                  label="attention weight")
     fig.suptitle(title, fontsize=11, y=1 - 0.15 / height)
-    return save(fig, path)
+    return save(fig, path, tight=False)
 
 
 def band(ax, x, stats, colour, label: str | None = None, *, alpha: float = 0.15, edge: bool = False, **line):
