@@ -93,29 +93,32 @@ def test_without_a_positional_bias_the_temperature_is_queries_scaled_by_s():
                                    atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("layers", [1, 3])
+@pytest.mark.parametrize("layers", [1, 3, 5, 7])
 @pytest.mark.parametrize("scheme", sorted(scheme_names()))
 def test_a_causal_model_read_for_its_last_position_alone_gives_the_whole_rows_last_logits(scheme, layers):
     """``last_logits`` runs a causal stack's last layer for one query (``Encoder.last``): the same logits as the whole
-    row's last, for every scheme (content biases, stick-breaking, switches, layouts with their windows), with every
-    parameter drawn away from its initialisation (CoPE's table and FoX's gates start at zero), and for RoPE's
-    evaluation-time variants and the temperature beyond the trained length."""
+    row's last, for every scheme (content biases, stick-breaking, switches; a layout's last layer global at 1 and 3
+    layers, local at 5 (a period of 4: command_a, llama4, smollm3) or 7 (gemma3's period of 6), with rows longer than
+    its window), with every parameter drawn away from its initialisation (CoPE's tables and FoX's gates start at zero;
+    each layer's its own draw), and for RoPE's evaluation-time variants and the temperature beyond the trained length."""
+    from pelab.positional.layout import LOCAL_WINDOW
     from pelab.positional.variants import evaluation_variants
 
     cfg = ModelConfig(d_model=16, n_layers=layers, n_heads=2, d_ff=32)
     model = build_sequence_model(scheme, 13, cfg, scheme_options(scheme), seed=2, causal=True).eval()
+    generator = torch.Generator().manual_seed(7)
     with torch.no_grad():
         for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())) * 0.3)
-    tokens = torch.randint(0, 13, (3, 20), generator=torch.Generator().manual_seed(5))  # beyond a layout's window 16
-    variants = [model] + [model.with_positional(v.module(model.pe, 20, 4, 20)) for v in
+            p.add_(torch.randn(p.shape, generator=generator) * 0.3)
+    length = LOCAL_WINDOW + 4
+    tokens = torch.randint(0, 13, (3, length), generator=torch.Generator().manual_seed(5))
+    variants = [model] + [model.with_positional(v.module(model.pe, length, 4, length)) for v in
                           (*evaluation_variants(model.pe), TEMPERATURE)]
     for read in variants:
         with torch.no_grad():
-            whole, _ = read(tokens)  # (3, 20, 13)
+            whole, _ = read(tokens)  # (3, T, 13)
             last = read.last_logits(tokens)  # (3, 13)
         torch.testing.assert_close(last, whole[:, -1], atol=1e-5, rtol=1e-5)
-    assert len(variants) == (1 + len(evaluation_variants(model.pe)) + 1)
 
 
 @pytest.mark.parametrize("scheme", ["sinusoidal", "rope", "alibi", "fox", "cope", "stick_breaking"])

@@ -59,7 +59,6 @@ class EncoderLayer(nn.Module):
                                            k_pos=k_pos))
         return x + self.drop(self.ff(self.ff_norm(x)))
 
-
     def last(self, x, *, pe, positions, attn_bias):
         """A causal stack's last layer read for its last position only (``Encoder.last``): x (B, T, D) every token,
         attn_bias (B|1, H|1, 1, T) or None the last query's row. Returns (B, 1, D), ``forward``'s last row."""

@@ -51,7 +51,9 @@ class ForgetGate(PositionalEncoding):
         left = cumulative[..., total - n:, None] - cumulative[..., None, :]  # Λ_i − Λ_j (B, H, n, Tk)
         if self.causal:
             return left.to(q.dtype)  # keys right of the query are masked by the causal mask
-        # bidirectional (no cache): odd heads look right, Σ_{l=i}^{j−1} log f_l = Λ_{j−1} − Λ_{i−1}
+        # bidirectional (no cache, every query): odd heads look right, Σ_{l=i}^{j−1} log f_l = Λ_{j−1} − Λ_{i−1}
+        if n != total:
+            raise ValueError(f"a bidirectional FoX reads every query of its row: got {n} of {total}")
         before = cumulative - log_all  # Λ_{t−1} (B, H, T)
         right = before[..., None, :] - before[..., :, None]  # (B, H, T, T)
         rel = relative_distances(torch.arange(n, device=x.device), torch.arange(total, device=x.device))  # j − i

@@ -93,9 +93,18 @@ def signed(value: float) -> str:
 
 
 def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], path: Path) -> Path:
+    """A panel per task, four to a row (the full profile's 17 tasks in one row were too narrow to read), one legend
+    above: each rotary scheme's share of q·k norm by the period of the pair."""
     palette = scheme_palette()
-    fig, axes = plt.subplots(1, len(tasks), figsize=(3.6 * len(tasks) + 1, 3.2), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    cols = min(4, len(tasks))
+    n_rows = -(-len(tasks) // cols)
+    named = list(dict.fromkeys(probe["pe"]))
+    ncol = min(len(named), 2 * cols, 6)
+    top = 0.25 * -(-len(named) // ncol) + 0.15  # inches: the legend's rows
+    fig, axes = plt.subplots(n_rows, cols, figsize=(3.6 * cols + 1, 3.2 * n_rows + top), squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax, task in zip(axes.flat, tasks):
         sel = probe[probe["task"] == task]
         for scheme in dict.fromkeys(sel["pe"]):
             mine = sel[sel["pe"] == scheme]
@@ -106,10 +115,14 @@ def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], 
         ax.axvline(trained[task], color="0.4", ls="--", lw=1)
         ax.set_xscale("log")
         ax.set_title(task, fontsize=9)
+    for ax in axes.flat[max(0, len(tasks) - cols):len(tasks)]:  # the lowest panel of each column
         ax.set_xlabel("period of the pair (positions)")
-    axes[0, 0].set_ylabel("share of q·k norm")
-    axes[0, -1].legend(fontsize=7)
-    fig.tight_layout()
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of q·k norm")
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol, fontsize=8,
+               frameon=False, bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 1 - top / fig.get_figheight()))
     return save(fig, path)
 
 
