@@ -57,3 +57,35 @@ def test_the_control_is_found_by_its_hooks_not_its_name():
         assert is_control("control2") and not is_control("moving")
     finally:
         del POSITIONAL_ENCODINGS["control2"], POSITIONAL_ENCODINGS["moving"]
+
+
+def _figure():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2.5, 2))
+    ax.plot([0, 1, 2], [2, 0, 1], label="a line")
+    ax.set_title("a title")
+    ax.legend()
+    return fig
+
+
+def test_a_figure_rendered_in_the_background_is_the_figure_rendered_here(tmp_path):
+    from pelab.report import style
+
+    style.setup()
+    style.save(_figure(), tmp_path / "here.png")
+    with style.rendering_in_background(1):
+        style.save(_figure(), tmp_path / "there.png")
+        style.save(_figure(), tmp_path / "cropped_not.png", tight=False)
+    assert (tmp_path / "there.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+    assert (tmp_path / "cropped_not.png").read_bytes() != (tmp_path / "here.png").read_bytes()
+    assert style._renderer is None  # closed: the next save renders here again
+
+
+def test_a_figure_that_fails_in_the_background_raises_when_the_block_ends(tmp_path):
+    from pelab.report import style
+
+    (tmp_path / "taken.png").mkdir()  # a directory where the figure should go
+    with pytest.raises(IsADirectoryError), style.rendering_in_background(1):
+        style.save(_figure(), tmp_path / "taken.png")
+    assert style._renderer is None

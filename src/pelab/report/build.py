@@ -23,7 +23,7 @@ from pelab.report.analyses import (anchors, attention, curves, distance_decay, i
 from pelab.report.context import ReportContext
 from pelab.report.render import render
 from pelab.report.study import Study
-from pelab.report.style import setup
+from pelab.report.style import rendering_in_background, setup
 from pelab.studies import STUDIES
 
 
@@ -62,9 +62,11 @@ def build_report(
     out_path: Path, tuning_path: Path | None = None,
 ) -> None:
     setup()
-    records = pd.read_csv(records_path, dtype={"length": str})
-    curves = pd.read_csv(plots_dir / "curves_per_seed.csv")
-    with io.atomic_dir(figures_dir) as tmp, torch.no_grad():
+    # the figures render in other processes while the sections go on (forked first, before any torch work here);
+    # every one is written before the directory is moved into place
+    with io.atomic_dir(figures_dir) as tmp, rendering_in_background(), torch.no_grad():
+        records = pd.read_csv(records_path, dtype={"length": str})
+        curves = pd.read_csv(plots_dir / "curves_per_seed.csv")
         tuning_table = io.read_json(tuning_path) if tuning_path is not None else None
         ctx = ReportContext(params, records, curves, runs_dir, results_dir, tmp, tuning_table)
         ctx.link = Path(figures_dir).name  # figures are drawn into a temporary directory, linked by their final name

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,9 +57,47 @@ def setup() -> None:
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95, rc={"axes.titley": 1.0})
 
 
-def save(fig: plt.Figure, path: Path, tight: bool = True) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+_renderer: ProcessPoolExecutor | None = None  # ``rendering_in_background``'s processes, while it is open
+_rendering: list[Future] = []
+
+
+def _render(figure: bytes, path: Path, tight: bool) -> None:
+    fig = pickle.loads(figure)
     fig.savefig(path, dpi=DPI, bbox_inches="tight" if tight else None)
+    plt.close(fig)
+
+
+@contextmanager
+def rendering_in_background(workers: int | None = None) -> Iterator[None]:
+    """Inside, ``save`` hands each figure (pickled) to one of ``workers`` processes (default: one per CPU core beyond
+    this one's, at most two; 0: none) that renders and writes it while the caller draws the next one: rendering is
+    about 60% of a report's time, which is one process. Leaves when every figure is written; a figure that failed
+    raises here. The workers are forked before the caller runs anything more."""
+    global _renderer
+    if workers is None:
+        workers = min(2, max(0, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1) - 1))
+    if workers == 0 or _renderer is not None:
+        yield
+        return
+    _renderer = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=setup)
+    try:
+        _renderer.submit(int).result()  # forks every worker now (a fork pool starts them all at its first task)
+        yield
+        for done in _rendering:
+            done.result()
+    finally:
+        _renderer.shutdown(wait=True, cancel_futures=True)
+        _renderer, _rendering[:] = None, []
+
+
+def save(fig: plt.Figure, path: Path, tight: bool = True) -> Path:
+    """Write ``fig`` to ``path`` at ``DPI`` (cropped to its tight bounding box unless ``tight`` is False) and close
+    it; in ``rendering_in_background``, by one of its processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if _renderer is None:
+        fig.savefig(path, dpi=DPI, bbox_inches="tight" if tight else None)
+    else:
+        _rendering.append(_renderer.submit(_render, pickle.dumps(fig), path, tight))
     plt.close(fig)
     return path
 
