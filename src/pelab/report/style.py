@@ -241,8 +241,17 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
         ax.set_ylabel(ylabel)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=min(len(handles), 7), fontsize=9,
-               frameon=False, bbox_to_anchor=(0.5, 1.0), title=title, title_fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - top / fig.get_figheight()))
+    legend_above(fig, axes, top, title=title)
     return save(fig, path)
+
+
+def legend_above(fig: plt.Figure, axes, top: float, *, ncol: int | None = None, fontsize: float = 9,
+                 title: str | None = None) -> None:
+    """One legend above every panel of ``axes`` (an array of axes), each label of any panel once (a legend in each
+    panel hid its lines), ``ncol`` columns (default: up to 7) under ``title``; the panels laid out in the figure less
+    ``top`` inches at the top, which the caller sized for the legend's rows and the title."""
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol or max(1, min(len(handles), 7)),
+               fontsize=fontsize, frameon=False, bbox_to_anchor=(0.5, 1.0), title=title,
+               title_fontsize=10 if title else None)
+    fig.tight_layout(rect=(0, 0, 1, 1 - top / fig.get_figheight()))
