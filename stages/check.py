@@ -2,7 +2,8 @@
 study input stops `dvc repro` and `dvc exp run` in one line naming the bad value and the valid choices
 (``pelab.params.load_params``: every study's lists, each task's sections, every scheme's options), before any data
 is prepared or any run trained. Its output never changes, so a params change that passes re-runs nothing
-downstream of it."""
+downstream of it. It also writes the record of what each scheme of a study with a stage per task is trained from
+(``pelab.runner.scheme_records``), which those stages depend on."""
 
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 from _common import one_line_errors, params_option
 
 from pelab.params import load_params
+from pelab.runner.scheme_records import write_scheme_records
 from pelab.tasks import get_task
 
 CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
@@ -18,8 +20,10 @@ CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
 @click.command()
 @params_option
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--schemes", "schemes_dir", required=True, type=click.Path(file_okay=False),
+              help="where each study with a stage per task gets the record of its schemes (runner.scheme_records)")
 @one_line_errors
-def main(params_path: str, out_path: str) -> None:
+def main(params_path: str, out_path: str, schemes_dir: str) -> None:
     params = load_params(params_path)
     for task in params.tasks:  # what prepare will read beside params (a corpus folder)
         get_task(task).check_inputs(params.task(task))
@@ -27,6 +31,7 @@ def main(params_path: str, out_path: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists() or out.read_text() != CHECKED:
         out.write_text(CHECKED)
+    write_scheme_records(params, schemes_dir)
     studies = ", ".join(f"{task} x {len(params.schemes_of(task))} schemes" for task in params.tasks)
     click.echo(f"checked {params_path}: {studies or 'no task'}, seeds {list(params.seeds)}")
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import smoke_params, smoke_raw, study_of
 
-from pelab.positional import POSITIONAL_ENCODINGS, Usage, build_positional_encoding, scheme_names
+from pelab.positional import SCHEMES, SchemeSpec, Usage, build_positional_encoding, scheme_names
 from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
 from pelab.positional.t5 import distinct_up_to
 
@@ -57,7 +57,7 @@ def test_a_new_scheme_reaches_the_reports_choices_tables_and_diagnostics(tmp_pat
     from pelab.report.tables import comparison_table
 
     assert not any("wobble" in path.read_text() for path in REPORT.rglob("*") if path.is_file())
-    monkeypatch.setitem(POSITIONAL_ENCODINGS, "wobble", Wobble)
+    monkeypatch.setitem(SCHEMES, "wobble", SchemeSpec("wobble", Wobble))
     raw = smoke_raw()
     raw["copy"]["positional"]["wobble"] = {}
     params = smoke_params(tmp_path, copy=raw["copy"], pe={"schemes": ["sinusoidal", "wobble"]})

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pelab.compose import compose_params
-from pelab.closure import closure, imports
+from pelab.closure import NO_SCHEME, closure, imports
 from pelab.pipeline.write import pipeline_files
 from pelab.studies import STAGE_KINDS, STUDIES
 from pelab.tasks import task_names
@@ -36,7 +36,8 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
     params = compose_params(ROOT / "conf", [])
     context = {"tasks": params["tasks"], "pe.schemes": params["pe"]["schemes"], "length_tasks": params["length_tasks"],
                "length_schemes": params["length_schemes"], "lm_tasks": params["lm_tasks"],
-               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"], "main_runs": params["main_runs"],
+               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"],
+               **{key: params[key] for s in STUDIES for key in (s.runs_key, s.tuned_runs_key) if key},
                **{f"tune.{key}": params["tune"][key] for key in ("tasks", "length_tasks", "lm_tasks")}}
     out = []
     stages = {}
@@ -45,7 +46,8 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
     for name, stage in stages.items():
         if "foreach" in stage:
             loop = context[stage["foreach"].strip("${}")]  # a list, or a mapping of items ({task, scheme})
-            items = list(loop.values()) if isinstance(loop, dict) else [{"": value} for value in loop]
+            items = [{**v, "key": k} for k, v in loop.items()] if isinstance(loop, dict) else \
+                [{"": value} for value in loop]
             body = stage["do"]
         elif "matrix" in stage:
             keys = list(stage["matrix"])
@@ -57,7 +59,8 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
         for item in items:
             text = yaml.safe_dump(body)
             for key, value in item.items():
-                text = text.replace("${item}" if key == "" else f"${{item.{key}}}", str(value))
+                text = text.replace("${item}" if key == "" else "${key}" if key == "key" else f"${{item.{key}}}",
+                                    str(value))
             out.append((name, yaml.safe_load(text), item))
     return out
 
@@ -67,14 +70,21 @@ STAGES = resolved_stages()
 
 @pytest.mark.parametrize("name,stage,item", STAGES, ids=[f"{n}-{'-'.join(map(str, i.values()))}" for n, _, i in STAGES])
 def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name, stage, item):
-    from pelab.positional import scheme_names
-
+    """A run or tune stage of one (task, scheme) covers the closure for its scheme; one of a task (the length
+    study's), running every scheme of a list, the closure of no scheme and the check stage's record of its schemes
+    (``runner.scheme_records``, tested below); prepare builds no scheme."""
     script = ROOT / stage["cmd"].split()[1]
     task = item.get("task", item.get(""))
-    # a run or tune stage of one task (the length study's) runs every scheme
-    schemes = [item["scheme"]] if "scheme" in item else scheme_names() if script.stem in ("run", "tune") else [None]
+    per_task = "scheme" not in item and script.stem in ("run", "tune")
+    schemes = [item["scheme"]] if "scheme" in item else [NO_SCHEME] if per_task or name.startswith("prepare") \
+        else [None]
     evaluation = not name.startswith("prepare")  # a run or tune stage scores its runs
     deps = [ROOT / d for d in stage.get("deps", [])]
+    if per_task:
+        assert any(d.parent == ROOT / "reports/schemes" for d in deps), name
+    if "scheme" in item:  # its own scheme's entry, never the whole file
+        assert {"src/pelab/positional/schemes.yaml": [item["scheme"]]} in stage["params"]
+        assert "src/pelab/positional/schemes.yaml" not in stage["deps"] and "src/pelab/positional" not in stage["deps"]
     missing = sorted({str(path.relative_to(ROOT)) for scheme in schemes
                       for path in closure(script, task, scheme, evaluation)
                       if not any(path == dep or dep in path.parents for dep in deps)})
@@ -83,9 +93,13 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
 
 def test_the_closure_sees_a_schemes_base_class_and_leaves_out_other_schemes_and_evaluation():
     found = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "reverse", "rand_rope", False)}
-    assert {"src/pelab/positional/rand_rope.py", "src/pelab/positional/rope.py", "src/pelab/positional/randomized.py",
+    assert {"src/pelab/positional/rope.py", "src/pelab/positional/randomized.py",
             "src/pelab/positional/registry.py", "stages/_common.py"} <= found
     assert "src/pelab/positional/fire.py" not in found and "src/pelab/tasks/length/evaluate.py" not in found
+    layout = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/run.py", "lm", "gemma3", False)}
+    assert {"src/pelab/positional/layout.py", "src/pelab/positional/rope.py"} <= layout  # a spec's class module
+    prepare = {str(p.relative_to(ROOT)) for p in closure(ROOT / "stages/prepare.py", "copy", NO_SCHEME, False)}
+    assert not {p for p in prepare if p.endswith(("/rope.py", "/none.py", "/alibi.py", "/layout.py"))}
     assert "src/pelab/tasks/copy/evaluate.py" in {
         str(p.relative_to(ROOT)) for p in closure(ROOT / "src/pelab/runner/evaluate.py", "copy", "rope", True)}
     assert "src/pelab/tasks/copy/evaluate.py" not in {
@@ -116,6 +130,7 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
     """What a kept run is trained from (``runner.kept_runs.fingerprint_sources``) is the training code's closure
     for its task and scheme (the run and tune stages' closures less their scoring): no evaluation module, no other
     scheme's module."""
+    from pelab.positional import scheme_spec
     from pelab.runner.kept_runs import fingerprint_sources
 
     for task, scheme in (("reverse", "rand_rope"), ("copy", "alibi"), ("lm", "rope"), ("translation", "t5"),
@@ -130,7 +145,8 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
         # the fine-tunes of finished runs (their methods, budget, data) never retrain a run; their settings are read
         assert not {p for p in covered if p.name in ("recalibrate.py", "rope_extensions.py")
                     or p == SRC / "pelab/positional/recalibration.py"}, (task, scheme)
-        assert SRC / f"pelab/positional/{scheme}.py" in covered and SRC / "pelab/positional/fire.py" not in covered
+        assert SRC / f"pelab/positional/{scheme_spec(scheme).module.rsplit('.', 1)[1]}.py" in covered
+        assert SRC / "pelab/positional/fire.py" not in covered
     assert SRC / "pelab/positional/rope.py" in set(fingerprint_sources("reverse", "rand_rope"))  # what it wraps
 
 

@@ -13,7 +13,7 @@ from conftest import smoke_raw
 from pelab import io
 from pelab.cli import main
 from pelab.params import load_params, parse_params
-from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, check_scheme, scheme_names, scheme_options
+from pelab.positional import SCHEMES, build_positional_encoding, check_scheme, scheme_names, scheme_options
 from pelab.positional.learned import LearnedPositionalEncoding
 from pelab.tasks import get_task
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def valid_choices() -> str:
-    return ", ".join(POSITIONAL_ENCODINGS)  # derived from the registry, never copied
+    return ", ".join(SCHEMES)  # derived from the registry, never copied
 
 
 # ---------------------------------------------------------------------------------------------
@@ -33,7 +33,7 @@ def valid_choices() -> str:
 
 
 def test_scheme_names_are_the_registry_keys() -> None:
-    assert scheme_names() == list(POSITIONAL_ENCODINGS)
+    assert scheme_names() == list(SCHEMES)
     for name in scheme_names():
         assert check_scheme(name) == name
 
@@ -239,10 +239,10 @@ def test_cli_unknown_scheme_is_one_line_and_leaves_no_output(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("option", "value", "expected"), [
-    ("--task", "cp", "error: Invalid value for '--task': unknown task 'cp'; valid choices: copy, translation, "
-                     "reverse, duplicate, addition, recall, selective_copy, indirect, count, reverse_causal, "
+    ("--task", "cp", "error: Invalid value for '--task': unknown task 'cp'; valid choices: copy, reverse, "
+                     "duplicate, addition, recall, selective_copy, indirect, count, reverse_causal, "
                      "duplicate_causal, addition_causal, recall_causal, selective_copy_causal, indirect_causal, "
-                     "count_causal, lm\n"),
+                     "count_causal, lm, translation\n"),
     ("--device", "gpu", "error: Invalid value for '--device': unknown device 'gpu'; valid choices: auto, cpu, cuda, "
                         "cuda:N\n"),
 ])

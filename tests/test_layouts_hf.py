@@ -11,8 +11,8 @@ import torch
 from torch.testing import assert_close
 
 from pelab.positional import build_positional_encoding
-from pelab.positional import POSITIONAL_ENCODINGS, is_layout
-from pelab.positional.layout import llama4_query_scale, span_mask
+from pelab.positional import SCHEMES, is_layout
+from pelab.positional.layout import Layout, llama4_query_scale, span_mask
 
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
@@ -201,8 +201,8 @@ def test_span_masks_are_hfs_sliding_and_chunked_masks() -> None:
     assert span_mask("full", 0, positions, positions, causal=True) is None
 
 
-def test_every_preset_names_its_source_and_lives_in_a_module_named_like_it() -> None:
-    layouts = {name: cls for name, cls in POSITIONAL_ENCODINGS.items() if is_layout(name)}
+def test_every_preset_is_a_spec_of_the_one_layout_class_naming_its_source() -> None:
+    layouts = {name: spec for name, spec in SCHEMES.items() if is_layout(name)}
     assert list(layouts) == ["smollm3", "command_a", "llama4", "gemma3", "gemma4"]
-    for name, cls in layouts.items():
-        assert cls.source and cls.name == name and cls.__module__ == f"pelab.positional.{name}"
+    for name, spec in layouts.items():
+        assert spec.about and spec.cls is Layout and {"period", "layer", "nth_layer"} <= set(spec.defaults)

@@ -455,7 +455,7 @@ def test_randomized_positions_are_sorted_distinct_in_range_fresh_in_training_and
 
 
 def test_a_randomized_scheme_is_its_wrapped_scheme_at_the_drawn_positions():
-    from pelab.positional import build_positional_encoding
+    from pelab.positional import build_positional_encoding, scheme_options
 
     rand = build_positional_encoding("rand_rope", d_model=16, n_heads=2, options={"base": 100.0, "max_position": 64})
     rope = build_positional_encoding("rope", d_model=16, n_heads=2, options={"base": 100.0})
@@ -465,7 +465,7 @@ def test_a_randomized_scheme_is_its_wrapped_scheme_at_the_drawn_positions():
         assert torch.equal(a, b)
     # the length model hands the drawn positions to the scheme: training outputs vary, evaluation is fixed
     model = build_length_model("rand_rope", 5, LengthModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32),
-                               rand.Options(base=100.0, max_position=64), seed=0, causal=False)
+                               scheme_options("rand_rope", {"base": 100.0, "max_position": 64}), seed=0, causal=False)
     tokens = torch.randint(0, 5, (2, 9))
     model.train()
     assert not torch.allclose(model(tokens)[0], model(tokens)[0])

@@ -28,10 +28,10 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
 
 
 # the length study's models only: randomized positions (models that draw positions), xpos (causal models); and
-# RoPE's θ axis and RoPE with each switch against dilution, which the length and LM studies run
-# (positional/rope_theta.py, positional/switched.py; every task's models take them: `pe=[rope,rope_ssmax]`)
+# RoPE's specs (its θ axis, HoPE, RoPE with each switch against dilution), which the length and LM studies run
+# (positional/schemes.yaml; every task's models take them: `pe=[rope,rope_ssmax]`)
 LENGTH_ONLY = ["rand_sinusoidal", "rand_learned", "rand_rope", "xpos", "rope_theta10", "rope_theta100", "rope_theta1k",
-               "rope_theta1m", "rope_ssmax", "rope_sink", "rope_gate"]
+               "rope_theta1m", "hope", "rope_ssmax", "rope_sink", "rope_gate"]
 
 
 def main_schemes() -> list[str]:
@@ -45,7 +45,7 @@ def test_pe_all_lists_every_scheme_every_task_can_use_in_registry_order(repo_roo
     full = compose_params(repo_root / "conf", ["profile=full"])
     # the full length study runs every scheme that its encoder and decoder tasks can both use, the LM study every
     # scheme that runs causally (all but the two bidirectional forms of ALiBi, which equal `alibi` there)
-    switched = ("rope_ssmax", "rope_sink", "rope_gate")  # in the LM only (the suite's time)
+    switched = ("hope", "rope_ssmax", "rope_sink", "rope_gate")  # in the LM only (the suite's time)
     assert full["length_schemes"] == [s for s in scheme_names() if s != "xpos" and s not in switched]
     assert full["lm_schemes"] == [s for s in scheme_names() if s not in ("alibi_sym", "alibi_offset")]
 
@@ -103,31 +103,39 @@ def test_each_task_reads_each_scheme_options_through_its_own_section(repo_root):
 
 
 def test_params_hold_no_copies(repo_root):
-    """No value is written twice: a scheme's defaults live in its Options (params list only what differs), every
-    length task reads the one `length` block, and the full profile's params.yaml stays short."""
+    """No value is written twice and no placeholder is written at all: a scheme's defaults live in its spec and
+    Options (params list only what differs, and a scheme with nothing to say has no entry), every length task reads
+    the one `length` block, and the full profile's params.yaml stays short."""
     from dataclasses import asdict
 
-    from pelab.positional import POSITIONAL_ENCODINGS
+    from pelab.positional import scheme_options
 
     composed = compose_params(repo_root / "conf")
     blocks = {"positional": composed["positional"], "length.positional": composed["length"]["positional"],
-              **{f"{task}.positional": composed[task]["positional"] for task in composed["tasks"]}}
-    # the length study's stages read whole sections: no entry of its own for a scheme it keeps at the defaults
-    assert list(composed["positional"]) == scheme_names() and list(blocks["length.positional"]) == ["learned", "fire"]
-    for task in composed["tasks"]:
-        assert list(composed[task]["positional"]) == main_schemes(), task
+              **{f"{task}.positional": composed[task].get("positional") or {} for task in composed["tasks"]},
+              "lm.positional": composed["lm"]["positional"]}
+    assert composed["positional"] == {} and list(blocks["length.positional"]) == ["learned", "fire"]
+    assert list(blocks["copy.positional"]) == ["t5"] and blocks["translation.positional"] == {}
     for where, block in blocks.items():
         for scheme, options in block.items():
-            defaults = asdict(POSITIONAL_ENCODINGS[scheme].Options())
+            assert options, f"{where}.{scheme} is a placeholder"
+            defaults = asdict(scheme_options(scheme))
             assert all(options[k] != defaults[k] for k in options), f"{where}.{scheme} repeats a default"
     assert not set(composed["length_tasks"]) & set(composed), "a length task has a section of its own"
-    # the composed (task, scheme) pairs a study's run stages loop over (StudyRecord.runs_key) take three lines each:
-    # the rest stays short (408 lines with the six schemes of 2022-25, 431 with the length study's recalibration)
+    text = (repo_root / "params.yaml").read_text()
+    assert text.count(": {}") < 20, "placeholders in params.yaml"
+    # the composed items a study's stages loop over (StudyRecord.runs_key, tuned_runs_key): task, scheme, module and
+    # the options params set, each stage depending on its own; the rest stays short
+    keys = [k for s in STUDIES for k in (s.runs_key, s.tuned_runs_key) if k]
     pairs = [composed[s.runs_key] for s in STUDIES if s.runs_key]
-    assert pairs[0]["translation-rope"] == {"task": "translation", "scheme": "rope"}
+    assert pairs[0]["translation-rope"] == {"task": "translation", "scheme": "rope", "module": "rope"}
+    assert pairs[0]["copy-t5"] == {"task": "copy", "scheme": "t5", "module": "t5",
+                                   "options": {"num_buckets": 48, "max_distance": 40}}
+    assert pairs[1]["lm-hope"]["options"] == {"max_period": composed["lm"]["data"]["context"]}
+    assert pairs[1]["lm-gemma3"]["module"] == "layout" and pairs[1]["lm-rope_theta10"]["module"] == "rope"
     assert list(pairs[0]) == [f"{t}-{s}" for t in composed["tasks"] for s in main_schemes()]
-    derived = sum(1 + 3 * len(p) for p in pairs)
-    assert len((repo_root / "params.yaml").read_text().splitlines()) - derived <= 440
+    derived = len(yaml.safe_dump({k: composed[k] for k in keys}).splitlines())
+    assert len(text.splitlines()) - derived <= 400
 
 
 def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():

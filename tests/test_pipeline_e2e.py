@@ -179,6 +179,35 @@ def test_repro_again_is_a_no_op(project):
     assert "Running stage" not in out
 
 
+def test_adding_a_scheme_or_a_spec_leaves_every_existing_stage_up_to_date(project, tmp_path):
+    """docs/extending.md's scheme recipe in a copy of the reproduced project: a module and its line, and a spec entry,
+    then `pelab pipeline`: `dvc status` names no prepare, run or tune stage (only check, aggregate and report, which
+    read every scheme); once both join the main study's list, it names their two run stages besides. (That no kept
+    run's fingerprint changes: tests/test_specs.py.)"""
+    copy = tmp_path / "repo"
+    shutil.copytree(project, copy, symlinks=True)
+    env = {**ENV, "PYTHONPATH": str(copy / "src")}  # the copy's code: its new module, its registry
+
+    def stale() -> set[str]:
+        out = subprocess.run(["dvc", "status", "--json"], cwd=copy, env=env, capture_output=True, text=True, check=True)
+        return {name.rsplit(":", 1)[-1] for name in json.loads(out.stdout)}
+
+    assert stale() == set()
+    (copy / "src/pelab/positional/wobble.py").write_text(
+        '"""``wobble``: −|i − j| on every head."""\n\nfrom pelab.positional.base import PositionalEncoding\n\n\n'
+        "class WobblePositionalEncoding(PositionalEncoding):\n    def bias(self, q_pos, k_pos):\n"
+        "        return -(q_pos[:, None] - k_pos[None, :]).abs().float()[None].expand(self.n_heads, -1, -1)\n")
+    with (copy / "src/pelab/positional/schemes.yaml").open("a") as f:
+        f.write("wobble: WobblePositionalEncoding\nrope_half: {of: rope, partial_rotary_factor: 0.5}\n")
+    subprocess.run(["pelab", "pipeline"], cwd=copy, env=env, check=True, capture_output=True)
+    assert stale() <= {"check", "aggregate", "report"}
+    schemes = [*SCHEMES, "wobble", "rope_half"]
+    overrides = [o for o in OVERRIDES if not o.startswith("pe.schemes")] + [f"pe.schemes=[{','.join(schemes)}]"]
+    subprocess.run(["pelab", "compose", *overrides, "--out", "params.yaml"], cwd=copy, env=env, check=True,
+                   capture_output=True)
+    assert stale() - {"check", "aggregate", "report"} == trains(schemes=["wobble", "rope_half"])
+
+
 def test_editing_evaluation_code_rescores_that_task_and_trains_nothing(project):
     """Copy's and the length study's evaluation code edited at once, one repro (each costs the suite an aggregate and
     a report): copy's run stages and the length stages score again, translation's do not, nothing trains. (That an

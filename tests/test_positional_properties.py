@@ -26,6 +26,7 @@ BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
 # query temperature are drawn at absolute positions, as in its modelling code
 RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4"]
 RELATIVE_SCHEMES += ["rope_theta10", "rope_theta100", "rope_theta1k", "rope_theta1m"]  # RoPE at other bases
+RELATIVE_SCHEMES += ["hope"]  # RoPE with its slow pairs unrotated: a rotation by the offset still
 # RoPE with a switch: SSMax's n is every key of a bidirectional row, the sink and the gate read no position
 RELATIVE_SCHEMES += ["rope_ssmax", "rope_sink", "rope_gate"]
 ABSOLUTE_SCHEMES += ["llama4"]

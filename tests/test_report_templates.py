@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from pelab.positional import POSITIONAL_ENCODINGS, is_control, scheme_names
+from pelab.positional import SCHEMES, SchemeSpec, is_control, scheme_names
 from pelab.report.render import environment, render, sentences
 
 REPORT = Path(__file__).resolve().parents[1] / "src/pelab/report"
@@ -45,18 +45,19 @@ def test_every_template_is_filled_by_some_section():
 def test_the_control_is_found_by_its_hooks_not_its_name():
     assert [name for name in scheme_names() if is_control(name)] == ["none"]
 
-    class Control(POSITIONAL_ENCODINGS["none"]):  # a renamed control: still no hook overridden
+    class Control(SCHEMES["none"].cls):  # a renamed control: still no hook overridden
         pass
 
-    class Moving(POSITIONAL_ENCODINGS["none"]):
+    class Moving(SCHEMES["none"].cls):
         def embed(self, x, positions):
             return x + positions[..., None]
 
-    POSITIONAL_ENCODINGS.update(control2=Control, moving=Moving)
-    try:
-        assert is_control("control2") and not is_control("moving")
+    SCHEMES.update(control2=SchemeSpec("control2", Control), moving=SchemeSpec("moving", Moving),
+                   switched=SchemeSpec("switched", Control, switches=("sink",)))
+    try:  # a switch tells a causal query its position (SSMax's log n), so a switched null is no control
+        assert is_control("control2") and not is_control("moving") and not is_control("switched")
     finally:
-        del POSITIONAL_ENCODINGS["control2"], POSITIONAL_ENCODINGS["moving"]
+        del SCHEMES["control2"], SCHEMES["moving"], SCHEMES["switched"]
 
 
 def _figure():

@@ -69,8 +69,9 @@ def test_a_fourth_study_s_stages_are_written_into_its_own_pipeline_files(fourth_
         stages = yaml.safe_load(files[f"pipelines/tiny_reverse/{kind}/dvc.yaml"])["stages"]
         assert list(stages) == [f"{kind}_tiny_reverse"]
     run = yaml.safe_load(files["pipelines/tiny_reverse/run/dvc.yaml"])["stages"]["run_tiny_reverse"]
-    assert run["matrix"]["task"] == "${tiny_reverse_tasks}" and run["matrix"]["scheme"] == "${tiny_reverse_schemes}"
-    assert "tiny_reverse.model" in run["params"] and "tiny_reverse_schemes" not in run["params"]
+    # a foreach over its composed items (conf: `tiny_reverse_runs: ${pelab_runs:tiny_reverse}`), each stage reading its own
+    assert run["foreach"] == "${tiny_reverse_runs}" and "tiny_reverse_runs.${key}" in run["do"]["params"]
+    assert "tiny_reverse.model" in run["do"]["params"] and "tiny_reverse_schemes" not in run["do"]["params"]
     prepare = yaml.safe_load(files["pipelines/tiny_reverse/prepare/dvc.yaml"])["stages"]["prepare_tiny_reverse"]
     assert prepare["foreach"] == "${tiny_reverse_tasks}" and prepare["do"]["outs"] == ["data/${item}"]
     assert "tiny_reverse_tasks" in yaml.safe_load(files["dvc.yaml"])["stages"]["check"]["params"]
@@ -157,7 +158,7 @@ def test_a_main_task_s_own_list_filters_pe_and_its_run_stages_are_exactly_those_
     runs = compose_params(repo_root / "conf", ["profile=smoke", "pe=[none,sinusoidal,alibi]",
                                                "+main_task_schemes.translation=[alibi,none,fire]"])["main_runs"]
     assert list(runs) == ["copy-none", "copy-sinusoidal", "copy-alibi", "translation-none", "translation-alibi"]
-    assert runs["translation-alibi"] == {"task": "translation", "scheme": "alibi"}
+    assert runs["translation-alibi"] == {"task": "translation", "scheme": "alibi", "module": "alibi"}
     runs = compose_params(repo_root / "conf", ["profile=smoke", "pe=[rope]", "tasks=[translation]",
                                                "+main_task_schemes.translation=[alibi]"])["main_runs"]
     assert runs == {}  # nothing of translation's window selected: no stage

@@ -13,7 +13,7 @@ from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.model.config import ModelConfig
 from pelab.model.sequence import build_sequence_model
 from pelab.model.switches import SSMAX_INIT, Switches, install
-from pelab.positional import POSITIONAL_ENCODINGS, build_positional_encoding, scheme_names, scheme_options
+from pelab.positional import SCHEMES, build_positional_encoding, describe, scheme_names, scheme_options, switched_from
 from pelab.positional.switched import SWITCHES, check_switches
 
 MODEL = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
@@ -131,7 +131,7 @@ def test_all_three_together_are_each_in_turn():
 
 
 @pytest.mark.parametrize("switch", list(SWITCHES))
-@pytest.mark.parametrize("scheme", [s for s in scheme_names() if not POSITIONAL_ENCODINGS[s].switches])
+@pytest.mark.parametrize("scheme", [s for s in scheme_names() if not SCHEMES[s].switches])
 def test_every_switch_composes_with_every_scheme(scheme, switch):
     """Causal: the whole row equals incremental decoding (the cache path every evaluation of the LM takes); both
     forms run, finite; every weight but the switch's is the unswitched model's."""
@@ -156,16 +156,18 @@ def test_every_switch_composes_with_every_scheme(scheme, switch):
 
 def test_the_registered_switched_schemes_are_rope_with_one_switch_each():
     for name, switch in (("rope_ssmax", "ssmax"), ("rope_sink", "sink"), ("rope_gate", "gate")):
-        cls = POSITIONAL_ENCODINGS[name]
-        assert cls.switches == (switch,) and issubclass(cls, POSITIONAL_ENCODINGS["rope"])
-        assert cls.variants == ""  # read as trained and with the temperature; the extension menu reads rope
+        spec = SCHEMES[name]
+        assert spec.switches == (switch,) and spec.cls is SCHEMES["rope"].cls and switched_from(name) == "rope"
+        # a spec keeps its scheme's evaluation-time variants: RoPE's extensions read the switched model too
+        assert build_positional_encoding(name, d_model=16, n_heads=2, causal=True).variants == "rope_extensions"
         model = model_of(name, True)
         assert all(layer.attn.switches.names == (switch,) for layer in model.encoder.layers)
         plain = model_of("rope", True)
         same = {n: p for n, p in model.named_parameters() if ".switches." not in n}
         assert all(torch.equal(p, dict(plain.named_parameters())[n]) for n, p in same.items())
         pe = build_positional_encoding(name, d_model=16, n_heads=2, causal=True)
-        assert SWITCHES[switch].split(",")[0] in pe.describe(None)  # the report names the switch and its source
+        assert pe.switches == (switch,) and pe.name == name
+        assert SWITCHES[switch].split(",")[0] in describe(pe, None)  # the report names the switch and its source
 
 
 def test_the_translation_model_switches_self_attention_only():

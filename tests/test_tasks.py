@@ -27,8 +27,9 @@ def reverse_task():
 
 
 def test_the_registry_lists_the_built_in_tasks_and_rejects_unknown_ones():
-    assert task_names()[:2] == ["copy", "translation"]
-    with pytest.raises(ValueError, match=r"^unknown task 'sort'; valid choices: copy, translation"):
+    """Found by convention (every ``pelab/tasks/<package>/task.py`` with its ``TASKS``), by package name."""
+    assert task_names()[:2] == ["copy", "reverse"] and task_names()[-2:] == ["lm", "translation"]
+    with pytest.raises(ValueError, match=r"^unknown task 'sort'; valid choices: copy, reverse"):
         get_task("sort")
 
 
@@ -93,26 +94,25 @@ def test_live_curves_are_written_row_by_row_in_dvclive_s_layout_and_a_new_run_st
 
 def test_the_registries_conf_and_dvc_yaml_agree(repo_root):
     """Every registered task is in the full study and reads a params section that exists; every registered scheme
-    has its `positional` entries and is in the full study (but xpos) with a config group if the main study can use
-    it; every code path dvc.yaml names exists."""
+    is in the full study with a config group if the main study can use it, and params hold options only where they
+    say something; every code path dvc.yaml names exists."""
     from test_dvc_deps import STAGES
 
     from pelab.compose import compose_params
     from pelab.positional import scheme_names
 
     full = compose_params(repo_root / "conf")
-    assert [*full["tasks"], *full["length_tasks"], *full["lm_tasks"]] == task_names()
+    assert sorted([*full["tasks"], *full["length_tasks"], *full["lm_tasks"]]) == sorted(task_names())
     for name in task_names():
         section = full[get_task(name).params_section]
-        assert {"data", "model", "train", "eval", "positional"} <= set(section), name
-    # the stages of one (task, scheme) read its entries, so every scheme has one; the length study's stages read the
-    # whole sections, so it lists only the options it changes
-    assert set(scheme_names()) == set(full["positional"]) and set(full["length"]["positional"]) <= set(scheme_names())
-    assert set(full["lm_schemes"]) == set(full["lm"]["positional"])
+        assert {"data", "model", "train", "eval"} <= set(section), name
+    # no placeholders: an entry only where it sets an option (each stage reads its composed item)
+    for block in (full["positional"], *(full[s].get("positional") or {} for s in ("copy", "translation", "length", "lm"))):
+        assert set(block) <= set(scheme_names()) and all(block.values())
     # xpos, causal only, is left out of the full length study, whose tasks are bidirectional too
     assert set(scheme_names()) - set(full["pe"]["schemes"]) - set(full["length_schemes"]) == {
-        "xpos", "rope_ssmax", "rope_sink", "rope_gate"}  # xpos and the switched ropes: in the LM
-    assert {"xpos", "rope_ssmax", "rope_sink", "rope_gate"} <= set(full["lm_schemes"])
+        "xpos", "hope", "rope_ssmax", "rope_sink", "rope_gate"}  # xpos, HoPE and the switched ropes: in the LM
+    assert {"xpos", "hope", "rope_ssmax", "rope_sink", "rope_gate"} <= set(full["lm_schemes"])
     for scheme in full["pe"]["schemes"]:  # `-S pe=<scheme>` (the length study lists its schemes instead)
         assert (repo_root / "conf" / "pe" / f"{scheme}.yaml").exists(), scheme
     code = {dep for _, stage, _ in STAGES for dep in stage.get("deps", []) if dep.startswith(("src/", "stages/"))}

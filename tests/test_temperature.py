@@ -101,7 +101,7 @@ def test_a_causal_model_read_for_its_last_position_alone_gives_the_whole_rows_la
     layers, local at 5 (a period of 4: command_a, llama4, smollm3) or 7 (gemma3's period of 6), with rows longer than
     its window), with every parameter drawn away from its initialisation (CoPE's tables and FoX's gates start at zero;
     each layer's its own draw), and for RoPE's evaluation-time variants and the temperature beyond the trained length."""
-    from pelab.positional.layout import LOCAL_WINDOW
+    from pelab.positional import SCHEMES
     from pelab.positional.variants import evaluation_variants
 
     cfg = ModelConfig(d_model=16, n_layers=layers, n_heads=2, d_ff=32)
@@ -110,7 +110,8 @@ def test_a_causal_model_read_for_its_last_position_alone_gives_the_whole_rows_la
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn(p.shape, generator=generator) * 0.3)
-    length = LOCAL_WINDOW + 4
+    windows = [s.defaults.get("layer", {}).get("window", 0) for s in SCHEMES.values()]
+    length = max(windows) + 4  # rows longer than every layout's local window
     tokens = torch.randint(0, 13, (3, length), generator=torch.Generator().manual_seed(5))
     variants = [model] + [model.with_positional(v.module(model.pe, length, 4, length)) for v in
                           (*evaluation_variants(model.pe), TEMPERATURE)]

@@ -417,11 +417,11 @@ def test_the_capturable_adamw_with_an_in_place_schedule_trains_as_the_plain_one(
 def test_only_schemes_that_draw_positions_on_the_host_are_kept_out_of_cuda_graphs():
     from pelab.model.config import ModelConfig
     from pelab.model.sequence import build_sequence_model
-    from pelab.positional import POSITIONAL_ENCODINGS, scheme_options
+    from pelab.positional import SCHEMES, scheme_options
     from pelab.training.graphs import TrainStep, graph_safe
 
     unsafe = set()
-    for scheme in POSITIONAL_ENCODINGS:
+    for scheme in SCHEMES:
         options = scheme_options(scheme, {"max_position": 64} if scheme.startswith("rand_") else None)
         model = build_sequence_model(scheme, 12, ModelConfig(d_model=8, n_layers=1, n_heads=2, d_ff=16), options, 0,
                                      causal=True)

@@ -86,22 +86,25 @@ def schemes() -> None:
     params override) and, where pelab states one, the source it follows."""
     from dataclasses import asdict
 
-    from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding
+    from pelab.positional import SCHEMES, PositionalEncoding, scheme_options
     from pelab.positional.layout import Layout
     from pelab.positional.switched import SWITCHES
 
-    for name, cls in POSITIONAL_ENCODINGS.items():
+    for name, spec in SCHEMES.items():
+        cls = spec.cls
         slots = [hook for hook in ("embed", "rotate", "bias", "content_bias", "attention_weights")
                  if getattr(cls, hook) is not getattr(PositionalEncoding, hook)]
         if issubclass(cls, Layout):
             slots = ["per layer"]
         elif cls.layer is not PositionalEncoding.layer:  # FoX's gates, CoPE's tables: the slot is each layer's
             slots = ["content_bias per layer"]
-        options = ", ".join(f"{k}={v}" for k, v in asdict(cls.Options()).items()) or "-"
-        click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':22s} {cls.__name__:40s} options: {options}")
-        if getattr(cls, "source", ""):
-            click.echo(f"{'':15s} source: {cls.source}")
-        for switch in cls.switches:
+        options = ", ".join(f"{k}={v}" for k, v in asdict(scheme_options(name)).items()) or "-"
+        kind = cls.__name__ + (" (randomized positions)" if spec.randomized else "")
+        click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':22s} {kind:40s} options: {options}")
+        source = spec.about or getattr(cls, "source", "")
+        if source:
+            click.echo(f"{'':15s} source: {source}")
+        for switch in spec.switches:
             click.echo(f"{'':15s} switch {switch}: {SWITCHES[switch]}")
 
 

@@ -9,9 +9,13 @@ follow meaning:
   ``pelab.probe``), and its recalibration methods the fine-tunes of finished runs (``EVALUATION_METHODS``):
   followed for evaluation stages only, so editing either never retrains; a task's ``paired_records`` (statistics across its runs) only for the
   aggregate stage (``aggregation``), so editing it never re-scores a run;
-* the scheme registry imports every scheme's module but builds only the stage's scheme: of those modules only the
-  stage's scheme's is followed (and ``none``, the cross-attention scheme of encoder-decoders);
-* likewise the task registry imports every task's package: only the stage's task's is followed.
+* the scheme registry (``positional/registry.py``) imports every scheme's module by the name ``schemes.yaml`` gives it
+  (no import statement names one) and builds only the stage's scheme: the closure follows the stage's scheme's module
+  (and ``none``'s, the cross-attention scheme of encoder-decoders), every scheme's for a stage of any scheme (None),
+  and none for a stage that builds no scheme (``NO_SCHEME``: prepare). ``schemes.yaml`` itself is never a file of
+  the closure: a stage depends on its scheme's entry, and a kept run hashes it (``registry.SchemeSpec``);
+* likewise the task registry (``tasks/__init__.py``) finds every task package by convention and imports it by name:
+  only the stage's task's package is followed (every one's for a stage of any task).
 
 A stage without a task or scheme (prepare, aggregate, report) may reach any of them.
 """
@@ -30,6 +34,9 @@ ROOT = SRC.parent  # the repository: stages/ and src/
 EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluate_recalibrated", "recalibrations", "recalibration",
                       "recalibration_validation", "recalibrated_model")
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
+NO_SCHEME = ""  # ``closure``'s scheme for a stage that builds none (prepare): no scheme's module is followed
+REGISTRY = PACKAGE / "positional/registry.py"
+TASK_REGISTRY = PACKAGE / "tasks/__init__.py"
 
 
 def module_file(name: str) -> Path | None:
@@ -104,35 +111,40 @@ def _training_source(text: str) -> bytes:
     return ast.unparse(tree).encode()
 
 
-def task_package(task: str) -> str:
-    """``pelab.tasks.<folder>``: the package of a task's class."""
+def scheme_modules(scheme: str | None) -> set[str]:
+    """The modules the registry imports by name for a stage of ``scheme`` (module docstring)."""
+    from pelab.positional.registry import SCHEMES
+
+    if scheme == NO_SCHEME:
+        return set()
+    names = SCHEMES if scheme is None else [scheme, "none"]
+    return {SCHEMES[name].module for name in names if name in SCHEMES}
+
+
+def task_modules(task: str | None) -> set[str]:
+    """The task modules the task registry imports by name for a stage of ``task`` (None: every one)."""
     from pelab.tasks import TASKS
 
-    return ".".join(TASKS[task].__module__.split(".")[:3])
+    return {TASKS[t].__module__ for t in (TASKS if task is None else [task]) if t in TASKS}
 
 
 def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool,
             aggregation: bool = False) -> set[Path]:
-    """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any), itself included; ``aggregation``:
-    also a task's statistics across runs (the aggregate stage)."""
-    from pelab.positional import scheme_names
-    from pelab.tasks import TASKS, task_names
-
-    scheme_modules = {f"pelab.positional.{name}" for name in scheme_names()}  # a scheme's module is named like it
-    wanted_schemes = {f"pelab.positional.{s}" for s in (scheme_names() if scheme is None else [scheme, "none"])}
-    task_packages = {task_package(t) for t in TASKS}
-    wanted_tasks = {task_package(t) for t in (task_names() if task is None else [task])}
+    """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any; ``NO_SCHEME``: it builds none),
+    itself included; ``aggregation``: also a task's statistics across runs (the aggregate stage)."""
     todo, seen = [script], set()
     while todo:
         path = todo.pop()
         if path in seen:
             continue
         seen.add(path)
-        for name in imports(path, evaluation, aggregation):
-            if name in scheme_modules and name not in wanted_schemes and path.name == "registry.py":
-                continue  # the registry lists every scheme; the stage builds only its own
-            in_task = next((pkg for pkg in task_packages if name == pkg or name.startswith(pkg + ".")), None)
-            if in_task not in (None, *wanted_tasks) and path == PACKAGE / "tasks/__init__.py":
-                continue  # likewise the task registry
-            todo.append(module_file(name))
+        names = set(imports(path, evaluation, aggregation))
+        if path == REGISTRY:
+            names |= scheme_modules(scheme)  # imported by name (importlib), as schemes.yaml says
+        elif path == TASK_REGISTRY:
+            names |= task_modules(task)  # likewise the task packages (``pelab.tasks``)
+        for name in names:
+            found = module_file(name)
+            if found is not None:
+                todo.append(found)
     return seen

@@ -118,10 +118,15 @@ class StudyRecord:
 
     @property
     def runs_key(self) -> str | None:
-        """The params mapping {"<task>-<scheme>": {task, scheme}} of a study with a stage per (task, scheme) whose tasks
-        may have lists of their own (composed by ``pelab.compose.study_runs``; its run stages are a DVC foreach over
-        it, named as the matrix would name them, run@<task>-<scheme>); None for the others."""
-        return f"{self.name}_runs" if self.per_scheme and self.task_schemes_key else None
+        """The params mapping {"<task>-<scheme>": {task, scheme, module, options?}} of a study with a stage per (task,
+        scheme) (composed by ``pelab.compose.study_runs``; its run stages are a DVC foreach over it, run@<task>-<scheme>,
+        each depending on its own item); None for the others."""
+        return f"{self.name}_runs" if self.per_scheme else None
+
+    @property
+    def tuned_runs_key(self) -> str | None:
+        """Likewise for its tune stages: the items of its tuned tasks (``tune_key``)."""
+        return f"{self.name}_tuned_runs" if self.per_scheme else None
 
     def own_schemes(self, schemes: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:
         """The schemes a task with its own list ``own`` runs, given the study's ``schemes``: ``own`` in place of them

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import nn
 
-from pelab.positional import PositionalEncoding, Usage, build_positional_encoding, draws_positions
+from pelab.positional import PositionalEncoding, Usage, build_positional_encoding, describe, draws_positions
 
 
 def _built_in_either_form(name: str, causal: bool, **kwargs: Any) -> PositionalEncoding:
@@ -24,8 +24,8 @@ def describe_scheme(name: str, usage: Usage, *, d_model: int, n_heads: int, caus
                     options: dict[str, Any] | Any | None = None, n_layers: int = 1) -> str | None:
     """The sentence scheme ``name``, built with ``options`` for a stack of ``n_layers`` (a layout's layers differ by
     depth), states about its setup where ``usage`` says it serves (``PositionalEncoding.describe``), or None."""
-    return _built_in_either_form(name, causal, d_model=d_model, n_heads=n_heads, options=options,
-                                 n_layers=n_layers).describe(usage)
+    return describe(_built_in_either_form(name, causal, d_model=d_model, n_heads=n_heads, options=options,
+                                          n_layers=n_layers), usage)
 
 
 def adds_learned_table(name: str) -> bool:

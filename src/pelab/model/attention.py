@@ -157,11 +157,16 @@ class MultiHeadAttention(nn.Module):
         if attn_bias is not None:
             attn_bias = attn_bias.to(q.dtype)
         switches = self.switches
-        scale = switches.query_scale(attn_bias, k.shape[-2])  # SSMax: (B|1, H, Tq, 1), or None
+        seen = attn_bias  # the keys each query sees: the masks', and those the scheme's own logits drop (−inf)
+        if logits is not None and "ssmax" in switches.names:  # StreamingLLM's cache drops keys in its logits
+            dropped = torch.zeros_like(logits).masked_fill(~torch.isfinite(logits), float("-inf"))
+            seen = dropped if attn_bias is None else dropped + attn_bias
+        scale = switches.query_scale(seen, k.shape[-2])  # SSMax: (B|1, H, Tq, 1), or None
         if scale is not None:
             scale = scale.to(q.dtype)
             q = q * scale
-            logits = None if logits is None else logits * scale  # the logits are linear in each query
+            if logits is not None:  # the logits are linear in each query; a dropped key stays −inf (log 1 = 0)
+                logits = torch.where(torch.isfinite(logits), logits * scale, logits)
         k, v, attn_bias = switches.with_sink(k, v, attn_bias, q.shape[-2])
         if logits is not None and logits.shape[-1] < k.shape[-2]:
             logits = F.pad(logits, (1, 0))  # the sink's key is zero: its content logit is 0 under any positions

@@ -21,15 +21,19 @@ from typing import Any
 
 import yaml
 
-from pelab.closure import PACKAGE, ROOT, closure
+from pelab.closure import NO_SCHEME, PACKAGE, ROOT, closure
 from pelab.studies import STAGE_KINDS, STUDIES, StudyRecord, study_of
 
+SRC_ROOT = PACKAGE.parent
 HEADER = """\
 # Written by `pelab pipeline` from the study records (src/pelab/studies.py) and each stage's import closure
 # (src/pelab/closure.py): edit those, then run `pelab pipeline`; tests/test_dvc_deps.py fails when
 # this file is not what that command writes. Every path a stage reads or writes is named here.
 """
 TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
+MODULE = "${item.module}"  # the module of the item's scheme's class (``StudyRecord.runs_key``'s items)
+SCHEMES_FILE = "src/pelab/positional/schemes.yaml"  # never a whole-file dependency of a run stage (pelab.closure)
+SCHEME_RECORDS = "reports/schemes"  # the check stage's record of each per-task study's schemes (runner.scheme_records)
 WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
 CHECKED = "reports/params_checked.txt"  # the check stage's output, which every prepare stage reads
 
@@ -49,10 +53,12 @@ COMMENTS = {
            "seed_<k>/) with the per-run probe. Finished runs are also kept under .kept/ (not an output: DVC deletes\n"
            "outputs before a rerun), so adding a seed trains only that seed, a killed stage resumes from the state it\n"
            "saves there, and a change that only evaluation reads restores every run and scores it again\n"
-           "(pelab/runner/kept_runs.py). Depends on its scheme's module (and those a scheme wraps) and on the params it\n"
-           "reads: the task's model, train and eval sections and the scheme's options (`positional.<scheme>`,\n"
-           "overridden per task by `<task>.positional.<scheme>`). Its live curves (loss, lr, val_loss) are cached like\n"
-           "any output: DVC's run cache restores a stage only if every output can be restored.",
+           "(pelab/runner/kept_runs.py). Depends on its scheme's module (and those it imports), its scheme's entry in\n"
+           "src/pelab/positional/schemes.yaml (never the whole file: adding a scheme re-runs no stage) and the params\n"
+           "it reads: the task's model, train and eval sections and its item (task, scheme, the scheme's module and\n"
+           "its options where params set some: `positional.<scheme>` under `<task>.positional.<scheme>`). Its live\n"
+           "curves (loss, lr, val_loss) are cached like any output: DVC's run cache restores a stage only if every\n"
+           "output can be restored.",
     "tune": "Per-scheme learning rates (pelab/runner/tune.py), for the tasks of the study's tune list: seed tune.seed\n"
             "trains at each of tune.scales times the task's rate on its tuning data (no test rows), the rate of\n"
             "lowest best validation loss is chosen, every seed trains at it into runs/tuned (the sweep in\n"
@@ -64,7 +70,9 @@ COMMENTS = {
                     "validation step, then scored (results/<task>/<scheme>/seed_<k>/) with the per-run probe;\n"
                     "finished runs kept under .kept/ per (task, scheme), so adding a scheme trains only its runs and\n"
                     "an edit to one scheme's module retrains only that scheme's (pelab/runner/kept_runs.py). Depends\n"
-                    "on every scheme's module and options (the `positional` sections) and on the list of schemes.",
+                    "on the lists of schemes and on the check stage's record of what each listed scheme is trained\n"
+                    "from (its entry, options and modules: reports/schemes/<study>.json), so a scheme the study does\n"
+                    "not list re-runs nothing here.",
     "tune_per_task": "Per-scheme learning rates (pelab/runner/tune.py) as in the main study, one stage per tuned task\n"
                      "running every scheme of the study's list: the sweep, the choice, the tuned runs, scored\n"
                      "(results/tuned/<task>/<scheme>/).",
@@ -87,6 +95,8 @@ def _resources(folder: Path) -> frozenset[Path]:
     """The non-Python files in ``folder`` and the files of its sub-folders without Python code (templates)."""
     out: set[Path] = set()
     for path in folder.iterdir():
+        if path == ROOT / SCHEMES_FILE:
+            continue  # read entry by entry: a stage's params dependency on its scheme's entry
         if path.is_file() and path.suffix != ".py":
             out.add(path)
         elif path.is_dir() and path.name != "__pycache__" and not any(path.rglob("*.py")):
@@ -111,7 +121,7 @@ def compress(files: set[Path]) -> set[Path]:
         top = path
         if path.is_relative_to(PACKAGE):
             for folder in path.parents:
-                if folder == PACKAGE or not _files_under(folder) <= files:
+                if folder == PACKAGE or not _files_under(folder) - {ROOT / SCHEMES_FILE} <= files:
                     break
                 top = folder
         out.add(top)
@@ -119,32 +129,39 @@ def compress(files: set[Path]) -> set[Path]:
 
 
 def template(path: Path, task: str | None, scheme: str | None, task_var: str) -> str:
-    """``path`` relative to the repository, with the item's own task folder and scheme module as variables."""
+    """``path`` relative to the repository, with the item's own task folder and its scheme's module as variables."""
+    from pelab.positional import scheme_spec
+
     text = path.relative_to(ROOT).as_posix()
     if task is not None:
         folder = f"src/pelab/tasks/{task}"
         if text == folder or text.startswith(folder + "/"):
             text = f"src/pelab/tasks/{task_var}{text[len(folder):]}"
-    if scheme is not None and text == f"src/pelab/positional/{scheme}.py":
-        text = f"src/pelab/positional/{SCHEME}.py"
+    if scheme is not None and path == module_path(scheme_spec(scheme).module):
+        text = f"src/pelab/positional/{MODULE}.py"
     return text
+
+
+def module_path(module: str) -> Path:
+    return SRC_ROOT / Path(*module.split(".")).with_suffix(".py")
 
 
 def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: bool, task_var: str = TASK,
               scheme_var: bool = True) -> list[str]:
     """The code dependencies of a stage group of ``study`` that runs ``stages/<script>``: the union, over its tasks
     (and every registered scheme when ``per_scheme``), of the script's closure, templated (a scheme's module as
-    ``${item.scheme}`` only if ``scheme_var``). A templated path that some task lacks becomes its task folder."""
+    ``${item.module}``); without ``per_scheme`` or ``scheme_var``, the closure of no scheme (prepare builds none; a
+    stage running every scheme of a list depends on the check stage's record of them instead, ``SCHEME_RECORDS``). A
+    templated path that some task lacks becomes its task folder."""
     from pelab.positional import scheme_names
 
     per_task = study.package is None
     tasks = registered_tasks(study)
     entries: set[str] = set()
     for task in tasks:
-        for scheme in (scheme_names() if per_scheme else [None]):
+        for scheme in (scheme_names() if per_scheme and scheme_var else [NO_SCHEME]):
             found = compress(closure(ROOT / "stages" / script, task, scheme, evaluation))
-            entries |= {template(p, task if per_task else None, scheme if scheme_var else None, task_var)
-                        for p in found}
+            entries |= {template(p, task if per_task else None, scheme or None, task_var) for p in found}
     if per_task:
         entries = {_widen(e, tasks, task_var) for e in entries}
     return _ordered(_compress_union(entries))
@@ -198,43 +215,42 @@ def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
     """A run and a tune stage per (task, scheme): DVC matrices over the study's lists (the run stages a foreach over
     the composed pairs where the study's tasks may have lists of their own, ``StudyRecord.runs_key``)."""
     section = study.package or TASK
-    tasks, schemes, tuned = (f"${{{k}}}" for k in (study.tasks_key, study.schemes_key, study.tune_key))
     run = f"{TASK}/{SCHEME}"
-    read = ["seeds", f"{section}.model", f"{section}.train", f"{section}.eval", f"positional.{SCHEME}",
-            f"{section}.positional.{SCHEME}"]
+    # the item itself (task, scheme, its module, its options where params set some) and its scheme's entry
+    read = ["seeds", f"{section}.model", f"{section}.train", f"{section}.eval"]
+    own = {SCHEMES_FILE: [SCHEME]}
     body = {
         "wdir": WDIR,
         "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
                f"--live dvclive --results results",
         "deps": [f"data/{TASK}", *code_deps("run.py", study, True, True)],
-        "params": read,
+        "params": [*read, f"{study.runs_key}.${{key}}", own],
         "outs": [f"runs/{run}", f"results/{run}"],
         "plots": [{f"dvclive/{run}": {"x": "step"}}],
     }
-    # where a task may run some of the list only, a foreach over the composed (task, scheme) pairs, whose keys name
-    # the stages as the matrix does (run@<task>-<scheme>)
-    looped = ({"foreach": f"${{{study.runs_key}}}", "do": body} if study.runs_key else
-              {"matrix": {"task": tasks, "scheme": schemes}, **body})
+    # a foreach over the composed (task, scheme) items, whose keys name the stages (run@<task>-<scheme>)
     return {
-        study.stage("run"): looped,
-        study.stage("tune"): {
-            "matrix": {"task": tuned, "scheme": schemes},
+        study.stage("run"): {"foreach": f"${{{study.runs_key}}}", "do": body},
+        study.stage("tune"): {"foreach": f"${{{study.tuned_runs_key}}}", "do": {
             "wdir": WDIR,
             "cmd": f"python stages/tune.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs/tuned "
                    f"--sweeps runs/sweep --results results/tuned",
             "deps": [f"data/{TASK}", *code_deps("tune.py", study, True, True)],
-            "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
+            "params": [*read[:1], "tune.scales", "tune.seed", *read[1:], f"{study.tuned_runs_key}.${{key}}", own],
             "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}", f"results/tuned/{run}"],
-        },
+        }},
     }
 
 
 def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
     """A run and a tune stage per task, each running every scheme of the study's list: DVC foreach over its tasks.
-    They read the list itself and every scheme's options (the whole ``positional`` sections)."""
+    They read the lists themselves, and what each listed scheme is trained from (its entry, options and modules)
+    through the check stage's record of them (``runner.scheme_records``): a scheme the study does not list changes
+    nothing they read."""
     section = study.package or ITEM
     read = ["seeds", study.schemes_key, study.task_schemes_key, f"{section}.model", f"{section}.train",
-            f"{section}.eval", "positional", f"{section}.positional"]
+            f"{section}.eval"]
+    record = scheme_record_file(study)
     return {
         study.stage("run"): {
             "foreach": f"${{{study.tasks_key}}}",
@@ -242,7 +258,8 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "wdir": WDIR,
                 "cmd": f"python stages/run.py --task {ITEM} --data data/{ITEM} --runs runs --live dvclive "
                        f"--results results",
-                "deps": [f"data/{ITEM}", *code_deps("run.py", study, True, True, task_var=ITEM, scheme_var=False)],
+                "deps": [f"data/{ITEM}", record,
+                         *code_deps("run.py", study, True, True, task_var=ITEM, scheme_var=False)],
                 "params": read,
                 "outs": [f"runs/{ITEM}", f"results/{ITEM}"],
                 "plots": [{f"dvclive/{ITEM}": {"x": "step"}}],
@@ -254,12 +271,18 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "wdir": WDIR,
                 "cmd": f"python stages/tune.py --task {ITEM} --data data/{ITEM} --runs runs/tuned --sweeps runs/sweep "
                        f"--results results/tuned",
-                "deps": [f"data/{ITEM}", *code_deps("tune.py", study, True, True, task_var=ITEM, scheme_var=False)],
+                "deps": [f"data/{ITEM}", record,
+                         *code_deps("tune.py", study, True, True, task_var=ITEM, scheme_var=False)],
                 "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
                 "outs": [f"runs/tuned/{ITEM}", f"runs/sweep/{ITEM}", f"results/tuned/{ITEM}"],
             },
         },
     }
+
+
+def scheme_record_file(study: StudyRecord) -> str:
+    """The check stage's record of the schemes of a study with a stage per task (``runner.scheme_records``)."""
+    return f"{SCHEME_RECORDS}/{study.name}.json"
 
 
 def root_stages() -> dict[str, dict[str, Any]]:
@@ -270,18 +293,18 @@ def root_stages() -> dict[str, dict[str, Any]]:
     study_keys = [k for s in STUDIES for k in (s.tasks_key, s.schemes_key, s.task_schemes_key) if k]
     return {
         "check": {
-            "cmd": f"python stages/check.py --out {CHECKED}",
-            "deps": _ordered(_root_deps("check.py")),
+            "cmd": f"python stages/check.py --out {CHECKED} --schemes {SCHEME_RECORDS}",
+            "deps": _ordered(_root_deps("check.py") | {SCHEMES_FILE}),
             # every key of params.yaml (`pe`: the scheme selection, with its list)
             "params": _outermost(["profile", "pe", *study_keys, "seeds", "reference", "device", "tune", "positional",
                                   *sections]),
-            "outs": [CHECKED],
+            "outs": [CHECKED, *(scheme_record_file(s) for s in STUDIES if not s.per_scheme)],
         },
         "aggregate": {
             "cmd": "python stages/aggregate.py --runs runs --results results --metrics reports/metrics "
                    "--summary reports/summary.json --records reports/records.csv --plots reports/plots "
                    "--study reports/study.json --tuning reports/tuning.json",
-            "deps": [*_ordered(_root_deps("aggregate.py")), "runs", "results"],
+            "deps": [*_ordered(_root_deps("aggregate.py") | {SCHEMES_FILE}), "runs", "results"],
             # every key reports/study.json holds: the report reads the study from it, not from params.yaml
             "params": ["profile", *study_keys, "seeds", "reference", "tune", "positional", *sections],
             "metrics": [{"reports/metrics": {"cache": False}}],
@@ -293,7 +316,7 @@ def root_stages() -> dict[str, dict[str, Any]]:
             "cmd": "python stages/report.py --study reports/study.json --records reports/records.csv "
                    "--plots reports/plots --runs runs --results results --tuning reports/tuning.json "
                    "--figures reports/figures --out reports/report.md",
-            "deps": [*_ordered(_root_deps("report.py")), "reports/study.json", "reports/tuning.json",
+            "deps": [*_ordered(_root_deps("report.py") | {SCHEMES_FILE}), "reports/study.json", "reports/tuning.json",
                      "reports/records.csv", "reports/plots", "runs", "results"],
             "outs": ["reports/report.md"],
             "plots": ["reports/figures"],

@@ -1,10 +1,13 @@
-"""Positional encodings behind one interface (see ``base.PositionalEncoding``) and a registry."""
+"""Positional encodings behind one interface (see ``base.PositionalEncoding``) and a registry (``registry``: the
+names of ``schemes.yaml``)."""
 
 from pelab.positional.base import PositionalEncoding, Usage
 from pelab.positional.registry import (
-    POSITIONAL_ENCODINGS,
+    SCHEMES,
+    SchemeSpec,
     build_positional_encoding,
     check_scheme,
+    describe,
     draws_positions,
     is_control,
     is_layout,
@@ -12,14 +15,18 @@ from pelab.positional.registry import (
     scheme_names,
     scheme_of,
     scheme_options,
+    scheme_spec,
+    switched_from,
 )
 
 __all__ = [
-    "POSITIONAL_ENCODINGS",
+    "SCHEMES",
     "PositionalEncoding",
+    "SchemeSpec",
     "Usage",
     "build_positional_encoding",
     "check_scheme",
+    "describe",
     "draws_positions",
     "is_control",
     "is_layout",
@@ -27,4 +34,6 @@ __all__ = [
     "scheme_names",
     "scheme_of",
     "scheme_options",
+    "scheme_spec",
+    "switched_from",
 ]

@@ -31,7 +31,8 @@ class NoOptions:
 
 def validated_options(options: type, raw: dict[str, Any] | Any | None, where: str) -> Any:
     """``options`` (a scheme's ``Options`` dataclass) from a params mapping (None: the defaults), with a one-line
-    error naming ``where`` for a key it does not declare."""
+    error naming ``where`` for a key it does not declare; an ``Options`` with a ``check(where)`` method checks its
+    values there (errors that name the params key)."""
     if isinstance(raw, options):
         return raw
     raw = dict(raw or {})
@@ -39,7 +40,10 @@ def validated_options(options: type, raw: dict[str, Any] | Any | None, where: st
     unknown = sorted(set(raw) - set(valid))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown} in {where}; valid options: {', '.join(valid) or '(none)'}")
-    return options(**raw)
+    value = options(**raw)
+    if hasattr(value, "check"):
+        value.check(where)
+    return value
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,12 @@ class PositionalEncoding(nn.Module):
     variants: str = ""
     # True: built for one depth (a layout: its layers differ), so a stack of another depth refuses it
     depth_specific: bool = False
-    # the switches against attention dilution its models' self-attention layers carry (``positional.switched``,
-    # ``model.switches``): "ssmax", "sink", "gate"; none by default
+    # what the registry builds it as (``registry.build_positional_encoding`` sets them): its registered name, the
+    # switches against attention dilution its models' self-attention layers carry (``positional.switched``,
+    # ``model.switches``: "ssmax", "sink", "gate"; none by default) and its spec's line
+    name: str = ""
     switches: tuple[str, ...] = ()
+    about: str = ""
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1) -> None:
         super().__init__()

@@ -20,14 +20,14 @@ A layer type is data: ``rope`` (θ, partial rotation and its convention) or ``no
 
 The model asks every scheme for its layers' schemes (``PositionalEncoding.layer``) and biases (``layer_biases``): a
 layout answers with its ``LayerScheme`` per layer, whose bias carries the span's mask. Nothing in the model knows
-about layouts. Each preset is a module named like its scheme (``command_a.py``: ``preset(...)``), registered as any
-scheme is. A layer's scheme is ``rope`` or ``none``, the two modules every run stage's code already names, so
+about layouts. Each preset is a spec in ``schemes.yaml`` (``command_a: {of: layout.Layout, period: 4, layer: …,
+nth_layer: …, about: …}``), its options' defaults the pattern. A layer's scheme is ``rope`` or ``none``, the two modules every run stage's code already names, so
 editing either re-runs exactly the stages that use it.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, make_dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -142,41 +142,49 @@ class LayerScheme(PositionalEncoding):
         self.inner.check_length(length)
 
 
+@dataclass(frozen=True)
+class LayoutOptions:
+    """A layout's period, its two layer types (params' mappings: ``LayerSpec.parse``) and whether its last layer is the
+    nth at every depth; a preset's spec sets their defaults (``schemes.yaml``)."""
+
+    period: int = 1
+    layer: dict[str, Any] = field(default_factory=dict)
+    nth_layer: dict[str, Any] = field(default_factory=dict)
+    last_global: bool = False  # HF's Gemma 4
+
+    def check(self, where: str) -> None:
+        Layout.specs(self.period, self.layer, self.nth_layer, where)  # one-line errors at params' parse
+
+
 class Layout(PositionalEncoding):
-    """A stack whose layers take their scheme and span from two layer types (module docstring). Subclasses are the
-    presets: ``Options`` (``period``, ``layer``, ``nth_layer``: the preset's own where unset) and ``source``."""
+    """A stack whose layers take their scheme and span from two layer types (module docstring); a preset is a spec
+    whose options default to its pattern, with its source as the spec's ``about``."""
 
-    source: str = ""
+    Options = LayoutOptions
     depth_specific = True
-    preset: tuple[int, dict[str, Any], dict[str, Any]] = (1, {}, {})  # period, layer, nth_layer
-    last_global = False  # the last layer is the nth at every depth (HF's Gemma 4)
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1,
-                 period: int | None = None, layer: dict[str, Any] | None = None,
-                 nth_layer: dict[str, Any] | None = None) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, period: int = 1,
+                 layer: dict[str, Any] | None = None, nth_layer: dict[str, Any] | None = None,
+                 last_global: bool = False) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         period, specs = self.specs(period, layer, nth_layer)
         self.period = period
         self.types = nn.ModuleList(LayerScheme(spec, d_model=d_model, n_heads=n_heads, causal=causal) for spec in specs)
-        self.order = [int(nth) for nth in nth_layers(period, n_layers, self.last_global)]  # 0: layer, 1: nth_layer
+        self.order = [int(nth) for nth in nth_layers(period, n_layers, last_global)]  # 0: layer, 1: nth_layer
         self.graph_safe = all(t.graph_safe for t in self.types)
 
-    @classmethod
-    def specs(cls, period: int | None, layer: dict[str, Any] | None,
-              nth_layer: dict[str, Any] | None) -> tuple[int, tuple[LayerSpec, LayerSpec]]:
-        """The period and both layer types: params' values over the preset's (a layer's keys merge, one by one)."""
-        name = getattr(cls, "name", cls.__name__)
-        default_period, default_layer, default_nth = cls.preset
-        period = default_period if period is None else period
+    @staticmethod
+    def specs(period: int, layer: dict[str, Any] | None, nth_layer: dict[str, Any] | None,
+              where: str = "positional.<layout>") -> tuple[int, tuple[LayerSpec, LayerSpec]]:
+        """The period and both layer types, with one-line errors naming ``where``."""
         if not (isinstance(period, int) and period >= 1):
-            raise ValueError(f"positional.{name}.period must be an integer >= 1, got {period!r}")
-        merged = []
-        for key, default, given in (("layer", default_layer, layer), ("nth_layer", default_nth, nth_layer)):
+            raise ValueError(f"{where}.period must be an integer >= 1, got {period!r}")
+        parsed = []
+        for key, given in (("layer", layer), ("nth_layer", nth_layer)):
             if given is not None and not isinstance(given, dict):
-                raise ValueError(f"positional.{name}.{key} must be a mapping (scheme, span, window, options), "
-                                 f"got {given!r}")
-            merged.append(LayerSpec.parse({**default, **(given or {})}, f"positional.{name}.{key}"))
-        return period, (merged[0], merged[1])
+                raise ValueError(f"{where}.{key} must be a mapping (scheme, span, window, options), got {given!r}")
+            parsed.append(LayerSpec.parse(given or {}, f"{where}.{key}"))
+        return period, (parsed[0], parsed[1])
 
     def layer(self, index: int) -> PositionalEncoding:
         return self.types[self.order[index]]
@@ -213,30 +221,7 @@ class Layout(PositionalEncoding):
         windows = {self.types[o].spec.window for o in self.order if self.types[o].spec.span != "full"}
         local = (f", local spans of {min(windows)} tokens against rows of {usage.longest_train} in training and "
                  f"{usage.longest_eval} in evaluation") if windows else ""
-        return f"Per layer at this depth, {self.layers_text()}{local} (the pattern of {self.source})."
+        return f"Per layer at this depth, {self.layers_text()}{local} (the pattern of {self.about})."
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, order={self.order}"
-
-
-def preset(name: str, source: str, period: int, layer: dict[str, Any], nth_layer: dict[str, Any],
-           last_global: bool = False) -> type[Layout]:
-    """A layout to register as scheme ``name``: a ``Layout`` subclass whose options default to this pattern (params'
-    keys merge over them one by one: ``Layout.specs``)."""
-    title = "".join(part.title() for part in name.split("_"))
-    options = make_dataclass(f"{title}LayoutOptions", [
-        ("period", int, field(default=period)),
-        ("layer", dict, field(default_factory=lambda: dict(layer))),
-        ("nth_layer", dict, field(default_factory=lambda: dict(nth_layer))),
-    ], frozen=True, namespace={"__post_init__": lambda self: _check_options(cls, self)})
-    cls = type(f"{title}Layout", (Layout,), {
-        "Options": options, "source": source, "name": name, "preset": (period, layer, nth_layer),
-        "last_global": last_global, "__module__": f"pelab.positional.{name}", "__doc__": f"``{name}``: {source}."})
-    return cls
-
-
-def _check_options(cls: type[Layout], options: Any) -> None:
-    cls.specs(**{f.name: getattr(options, f.name) for f in fields(options)})  # one-line errors at params' parse
-
-
-LOCAL_WINDOW = 16  # tokens; a quarter of the quick LM's L = 64, 1/16 of the full LM's 256 (Gemma 3: 1,024/32k)

@@ -17,6 +17,7 @@ whose model does not is refused when params load (``pelab.tasks.base.Task.check`
 from __future__ import annotations
 
 from dataclasses import field, make_dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -25,16 +26,16 @@ from pelab.positional.base import PositionalEncoding
 
 
 class RandomizedPositions(PositionalEncoding):
-    """Subclasses set ``Inner`` (the wrapped scheme's class); options = the inner scheme's + ``max_position``."""
+    """The scheme of class ``inner`` with randomized positions (a spec's ``randomized: true``, ``registry``); its
+    options are the inner scheme's and ``max_position`` (``randomized_options``)."""
 
-    Inner: type[PositionalEncoding]
     graph_safe = False  # training draws positions on the host (``torch.randperm``): a replay would repeat one draw
 
-    def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, max_position: int,
-                 **inner_options: Any) -> None:
+    def __init__(self, inner: type[PositionalEncoding], *, d_model: int, n_heads: int, causal: bool = False,
+                 n_layers: int = 1, max_position: int, **inner_options: Any) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         self.max_position = max_position
-        self.inner = self.Inner(d_model=d_model, n_heads=n_heads, causal=causal, **inner_options)
+        self.inner = inner(d_model=d_model, n_heads=n_heads, causal=causal, **inner_options)
         self.inner.check_length(max_position)  # e.g. a learned table needs max_position rows
 
     def sample_positions(self, length: int, device: torch.device | str = "cpu", draw: int = 0) -> torch.Tensor:
@@ -70,26 +71,17 @@ class RandomizedPositions(PositionalEncoding):
         return f"{super().extra_repr()}, max_position={self.max_position}"
 
 
-def randomized(inner: type[PositionalEncoding], name: str, **defaults: Any) -> type[RandomizedPositions]:
-    """The randomized form of scheme class ``inner``: its Options gain ``max_position`` (default 512); ``defaults``
-    replace defaults of the inner options (a learned table needs ``max_position`` rows)."""
-    extra = [(key, type(value), field(default=value)) for key, value in defaults.items()]
-    options = make_dataclass(
-        f"Randomized{inner.Options.__name__}", [*extra, ("max_position", int, field(default=512))],
-        bases=(inner.Options,), frozen=True, namespace={"__post_init__": _check_options(inner.Options, name)},
-    )
-    return type(f"Randomized{inner.__name__}", (RandomizedPositions,),
-                {"Inner": inner, "Options": options, "__module__": inner.__module__})
+@cache
+def randomized_options(inner: type[PositionalEncoding]) -> type:
+    """The options of ``inner``'s scheme with randomized positions: its own and ``max_position`` (default 512), one
+    dataclass per inner class (a spec's defaults replace the inner ones: ``registry.scheme_options``)."""
+    return make_dataclass(f"Randomized{inner.Options.__name__}", [("max_position", int, field(default=512))],
+                          bases=(inner.Options,), frozen=True, namespace={"check": _check})
 
 
-def _check_options(base: type, name: str):
-    def __post_init__(self) -> None:
-        if hasattr(base, "__post_init__"):
-            base.__post_init__(self)
-        if self.max_position < 1:
-            raise ValueError(f"positional.{name}.max_position must be >= 1, got {self.max_position}")
-
-    return __post_init__
+def _check(self, where: str) -> None:
+    if self.max_position < 1:
+        raise ValueError(f"{where}.max_position must be >= 1, got {self.max_position}")
 
 
-__all__ = ["RandomizedPositions", "randomized"]
+__all__ = ["RandomizedPositions", "randomized_options"]

@@ -1,143 +1,178 @@
-"""The registry of positional schemes, keyed by the exact string users put in params (``pe=...``).
+"""The registry of positional schemes, keyed by the exact string users put in params (``pe=...``), read from
+``schemes.yaml`` beside this module.
 
-Adding a scheme: one module under ``pelab/positional/`` named like its key, one line here,
-``conf/pe/<key>.yaml`` (plus its name in ``conf/pe/all.yaml``) and its options under ``positional`` in
-``conf/config.yaml``.
+**How a name is found, and what a run depends on** (the one place this is said). ``schemes.yaml`` maps each name to
+either a base scheme's class, found by convention in the module named like the scheme (``rope:
+RotaryPositionalEncoding`` is ``pelab/positional/rope.py``), or a spec: a base scheme (``of``) plus option defaults,
+switches and randomized positions, held as data (``rope_theta10: {of: rope, base: 10.0}``). Nothing imports a scheme's
+module by name, and no file lists every scheme but ``schemes.yaml``, whose text is never hashed whole: a stage
+depends on its own scheme's entry (a DVC params dependency, ``pelab.pipeline.write``) and its scheme's module, and a
+kept run's fingerprint hashes the entry's ``training_record`` and the modules its class imports
+(``pelab.closure.scheme_files``, ``pelab.runner.kept_runs``). Adding a scheme (a module and its line, or a spec
+entry alone) therefore re-runs and retrains nothing kept.
 
 A scheme declares its hyperparameters as a frozen dataclass ``Options`` (``NoOptions`` when it has none).
-``scheme_options`` builds it from params with a one-line error for an unknown key, so no scheme silently
-swallows options meant for another.
+``scheme_options`` builds it from params over the spec's defaults, with a one-line error for an unknown key, so no
+scheme silently swallows options meant for another.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+import importlib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
-from pelab.positional.alibi import ALiBiPositionalEncoding
-from pelab.positional.alibi_offset import OffsetALiBiPositionalEncoding
-from pelab.positional.alibi_sym import SymmetricALiBiPositionalEncoding
-from pelab.positional.base import PositionalEncoding, validated_options
-from pelab.positional.command_a import CommandALayout
-from pelab.positional.cope import CoPEPositionalEncoding
-from pelab.positional.fire import FIREPositionalEncoding
-from pelab.positional.fox import FoXPositionalEncoding
-from pelab.positional.gemma3 import Gemma3Layout
-from pelab.positional.gemma4 import Gemma4Layout
-from pelab.positional.kerple import KERPLEPositionalEncoding
-from pelab.positional.learned import LearnedPositionalEncoding
-from pelab.positional.llama4 import Llama4Layout
-from pelab.positional.none import NoPositionalEncoding
-from pelab.positional.pope import PoPEPositionalEncoding
-from pelab.positional.rand_learned import RandomizedLearnedPositionalEncoding
-from pelab.positional.rand_rope import RandomizedRotaryPositionalEncoding
-from pelab.positional.rand_sinusoidal import RandomizedSinusoidalPositionalEncoding
-from pelab.positional.rope import RotaryPositionalEncoding
-from pelab.positional.rope_theta1k import RopeTheta1K
-from pelab.positional.rope_theta1m import RopeTheta1M
-from pelab.positional.rope_gate import RopeGate
-from pelab.positional.rope_sink import RopeSink
-from pelab.positional.rope_ssmax import RopeSsmax
-from pelab.positional.rope_theta10 import RopeTheta10
-from pelab.positional.rope_theta100 import RopeTheta100
-from pelab.positional.sandwich import SandwichPositionalEncoding
-from pelab.positional.sinusoidal import SinusoidalPositionalEncoding
-from pelab.positional.smollm3 import SmolLM3Layout
-from pelab.positional.stick_breaking import StickBreakingAttention
-from pelab.positional.t5 import T5RelativePositionalEncoding
-from pelab.positional.xpos import XPosPositionalEncoding
+from pelab.positional.base import PositionalEncoding, Usage, validated_options
+from pelab.positional.randomized import RandomizedPositions, randomized_options
+from pelab.positional.switched import check_switches, switches_sentence
+from pelab.scheme_file import SCHEMES_FILE, class_path, entries
+PACKAGE = "pelab.positional"
+SPEC_KEYS = ("of", "switches", "randomized", "about")  # a spec's own keys; the rest are option defaults
 
-POSITIONAL_ENCODINGS: dict[str, type[PositionalEncoding]] = {
-    "none": NoPositionalEncoding,
-    "sinusoidal": SinusoidalPositionalEncoding,
-    "learned": LearnedPositionalEncoding,
-    "rope": RotaryPositionalEncoding,
-    "alibi": ALiBiPositionalEncoding,
-    "alibi_sym": SymmetricALiBiPositionalEncoding,
-    "t5": T5RelativePositionalEncoding,
-    "alibi_offset": OffsetALiBiPositionalEncoding,  # the randomized-PE study's bidirectional ALiBi
-    "fire": FIREPositionalEncoding,
-    # the schemes of 2022-25: kernel biases beside ALiBi and T5, polar positions, a data-dependent decay,
-    # positions counted by gates, attention without softmax
-    "kerple": KERPLEPositionalEncoding,
-    "sandwich": SandwichPositionalEncoding,
-    "pope": PoPEPositionalEncoding,
-    "fox": FoXPositionalEncoding,
-    "cope": CoPEPositionalEncoding,
-    "stick_breaking": StickBreakingAttention,
-    # randomized positions (Ruoss et al. 2023): models that draw their positions (the length tasks) only
-    "rand_sinusoidal": RandomizedSinusoidalPositionalEncoding,
-    "rand_learned": RandomizedLearnedPositionalEncoding,
-    "rand_rope": RandomizedRotaryPositionalEncoding,
-    "xpos": XPosPositionalEncoding,  # causal attention only
-    # RoPE's base θ as an axis of the length and LM studies (positional/rope_theta.py; rope itself is θ = 1e4)
-    "rope_theta10": RopeTheta10,
-    "rope_theta100": RopeTheta100,
-    "rope_theta1k": RopeTheta1K,
-    "rope_theta1m": RopeTheta1M,
-    # layouts: a scheme and a span per layer, as the models of 2025-26 ship them (positional/layout.py)
-    "smollm3": SmolLM3Layout,
-    "command_a": CommandALayout,
-    "llama4": Llama4Layout,
-    "gemma3": Gemma3Layout,
-    "gemma4": Gemma4Layout,
-    # switches against attention dilution beside plain RoPE (positional/switched.py, model/switches.py)
-    "rope_ssmax": RopeSsmax,
-    "rope_sink": RopeSink,
-    "rope_gate": RopeGate,
-}
+
+@dataclass(frozen=True)
+class SchemeSpec:
+    """One registered name: a base class, the defaults its options take here, its switches, whether its positions are
+    drawn at random in training, and a line about it."""
+
+    name: str
+    cls: type[PositionalEncoding]
+    defaults: dict[str, Any] = field(default_factory=dict)
+    switches: tuple[str, ...] = ()
+    randomized: bool = False
+    about: str = ""
+
+    @property
+    def module(self) -> str:
+        """The module of its class (``pelab.positional.rope`` for every RoPE spec)."""
+        return self.cls.__module__
+
+    @property
+    def graph_safe(self) -> bool:
+        """Whether a CUDA graph replays its training faithfully (``PositionalEncoding.graph_safe``; randomized
+        positions are drawn on the host)."""
+        return self.cls.graph_safe and not self.randomized
+
+    @property
+    def options_type(self) -> type:
+        return randomized_options(self.cls) if self.randomized else self.cls.Options
+
+    def training_record(self) -> dict[str, Any]:
+        """What a run is trained from in this entry (its line ``about`` aside): hashed into a kept run's fingerprint."""
+        return {"class": f"{self.module}.{self.cls.__qualname__}", "defaults": self.defaults,
+                "switches": list(self.switches), "randomized": self.randomized}
+
+
+def _class(path: str, where: str) -> type[PositionalEncoding]:
+    """The class at ``<module>.<Class>`` of pelab.positional."""
+    module, _, name = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(f"{PACKAGE}.{module}"), name, None)
+    except ModuleNotFoundError:
+        raise ValueError(f"{where}: no module {PACKAGE}.{module} for {path!r} (a base scheme's class lives in "
+                         f"src/pelab/positional/<its name>.py)") from None
+    if not (isinstance(cls, type) and issubclass(cls, PositionalEncoding)):
+        raise ValueError(f"{where}: {path!r} is not a positional scheme class of pelab.positional")
+    return cls
+
+
+def _spec(name: str, entry: Any, path: Path) -> SchemeSpec:
+    where = f"{path.name}: {name}"
+    if not isinstance(entry, (str, dict)) or (isinstance(entry, dict) and "of" not in entry):
+        raise ValueError(f"{where} must be a class name or a mapping with 'of'; got {entry!r}")
+    cls = _class(class_path(name, entry, path), where)
+    if isinstance(entry, str):  # a base scheme: the class in the module named like it
+        return SchemeSpec(name, cls)
+    defaults = {k: v for k, v in entry.items() if k not in SPEC_KEYS}
+    return SchemeSpec(name, cls, defaults, check_switches(entry.get("switches", ()), where),
+                      bool(entry.get("randomized", False)), str(entry.get("about", "")))
+
+
+def load_schemes(path: Path = SCHEMES_FILE) -> dict[str, SchemeSpec]:
+    """Every entry of ``path``, in its order (``pelab.scheme_file`` reads it)."""
+    return {name: _spec(name, entry, path) for name, entry in entries(path).items()}
+
+
+# name -> its spec. A plugin or a test may add one (``SchemeSpec(name, cls)``); files change nothing once loaded.
+SCHEMES: dict[str, SchemeSpec] = load_schemes()
 
 
 def scheme_names() -> list[str]:
-    return list(POSITIONAL_ENCODINGS)
+    return list(SCHEMES)
 
 
 def check_scheme(name: str) -> str:
-    if name not in POSITIONAL_ENCODINGS:
+    if name not in SCHEMES:
         raise ValueError(f"unknown positional scheme {name!r}; valid choices: {', '.join(scheme_names())}")
     return name
 
 
+def scheme_spec(name: str) -> SchemeSpec:
+    return SCHEMES[check_scheme(name)]
+
+
 def scheme_of(pe: PositionalEncoding) -> str:
-    """The registry name of a built scheme, by its exact class (``xpos`` subclasses RoPE and is not ``rope``)."""
-    names = [name for name, cls in POSITIONAL_ENCODINGS.items() if type(pe) is cls]
-    if not names:
-        raise ValueError(f"{type(pe).__name__} is not a registered scheme; valid choices: {', '.join(scheme_names())}")
-    return names[0]
+    """The registry name a built scheme was built as (``build_positional_encoding``)."""
+    name = getattr(pe, "name", None)
+    if name not in SCHEMES:
+        raise ValueError(f"{type(pe).__name__} was not built from the registry; valid choices: "
+                         f"{', '.join(scheme_names())}")
+    return name
 
 
 def is_layout(name: str) -> bool:
     """Whether ``name`` is a layout (a scheme and span per layer, built for one depth: ``positional/layout.py``)
     rather than one scheme for every layer."""
-    return POSITIONAL_ENCODINGS[check_scheme(name)].depth_specific
+    return scheme_spec(name).cls.depth_specific
 
 
 def draws_positions(name: str) -> bool:
     """Whether scheme ``name`` draws its positions at random in training (the randomized schemes)."""
-    from pelab.positional.randomized import RandomizedPositions
-
-    return issubclass(POSITIONAL_ENCODINGS[check_scheme(name)], RandomizedPositions)
+    return scheme_spec(name).randomized
 
 
 def is_control(name: str) -> bool:
     """Whether scheme ``name`` gives the model no positional information: its class overrides none of the hooks
-    and switches nothing (``none``, the control every study measures the others against; SSMax's log n tells a
+    and it switches nothing (``none``, the control every study measures the others against; SSMax's log n tells a
     causal query its position)."""
-    cls = POSITIONAL_ENCODINGS[check_scheme(name)]
+    spec = scheme_spec(name)
     hooks = ("embed", "rotate", "bias", "layer_biases", "content_bias", "layer", "attention_weights")
-    return all(getattr(cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks) and not cls.switches
+    return (all(getattr(spec.cls, hook) is getattr(PositionalEncoding, hook) for hook in hooks)
+            and not spec.switches and not spec.randomized)
+
+
+def switched_from(name: str) -> str | None:
+    """The registered scheme a switched scheme switches (the same class and defaults, no switch), or None for an
+    unswitched one."""
+    spec = scheme_spec(name)
+    if not spec.switches:
+        return None
+    return next((other for other, s in SCHEMES.items() if s.cls is spec.cls and s.defaults == spec.defaults
+                 and s.randomized == spec.randomized and not s.switches), None)
 
 
 def option_names(name: str) -> list[str]:
-    return sorted(f.name for f in fields(POSITIONAL_ENCODINGS[check_scheme(name)].Options))
+    return sorted(f.name for f in fields(scheme_spec(name).options_type))
+
+
+def _over(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` over ``defaults``; a mapping-valued option (a layout's layer type) merges key by key."""
+    merged = dict(defaults)
+    for key, value in raw.items():
+        merged[key] = {**merged[key], **value} if isinstance(value, dict) and isinstance(merged.get(key), dict) \
+            else value
+    return merged
 
 
 def scheme_options(name: str, raw: dict[str, Any] | Any | None = None, where: str | None = None) -> Any:
-    """The validated ``Options`` of scheme ``name`` from its params mapping (``None`` = the defaults).
-
-    ``where`` names the params key in error messages (default ``positional.<name>``).
-    """
-    return validated_options(POSITIONAL_ENCODINGS[check_scheme(name)].Options, raw, where or f"positional.{name}")
+    """The validated ``Options`` of scheme ``name`` from its params mapping over the spec's defaults (``None`` = the
+    defaults). ``where`` names the params key in error messages (default ``positional.<name>``)."""
+    spec = scheme_spec(name)
+    options = spec.options_type
+    if isinstance(raw, options):
+        return raw
+    return validated_options(options, _over(spec.defaults, dict(raw or {})), where or f"positional.{name}")
 
 
 def build_positional_encoding(
@@ -145,7 +180,22 @@ def build_positional_encoding(
     options: dict[str, Any] | Any | None = None,
 ) -> PositionalEncoding:
     """Build the scheme registered as ``name`` with its ``options`` (a mapping or its ``Options``) for a stack of
-    ``n_layers`` layers."""
-    cls = POSITIONAL_ENCODINGS[check_scheme(name)]
-    return cls(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers,
-               **asdict(scheme_options(name, options)))
+    ``n_layers`` layers. The built module knows its ``name``, ``switches`` and ``about``."""
+    spec = scheme_spec(name)
+    values = asdict(scheme_options(name, options))
+    if spec.randomized:
+        pe: PositionalEncoding = RandomizedPositions(spec.cls, d_model=d_model, n_heads=n_heads, causal=causal,
+                                                     n_layers=n_layers, **values)
+    else:
+        pe = spec.cls(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers, **values)
+    pe.name, pe.switches, pe.about = name, spec.switches, spec.about
+    return pe
+
+
+def describe(pe: PositionalEncoding, usage: Usage) -> str | None:
+    """The sentence that states a built scheme's setup where ``usage`` says it serves: its own
+    (``PositionalEncoding.describe``) and its switches'."""
+    own = pe.describe(usage)
+    if not pe.switches:
+        return own
+    return f"{own.rstrip('.') + '; ' if own else ''}{switches_sentence(pe.switches)}."

@@ -28,20 +28,24 @@ layout's under the matching permutation of dimensions (``tests/test_layouts_hf.p
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import torch
 
-from pelab.positional.base import PositionalEncoding
+from pelab.positional.base import PositionalEncoding, Usage
 from pelab.positional.functional import rope_angles, rope_rotate
+from pelab.positional.rope_theta import periodic_bound, retrieval_bound
 
 
 ROTATION_TYPES = ("default", "proportional")  # HF ``rope_type``s of a trained model's rotation (partial or not)
 
 
 def inverse_frequencies(head_dim: int, base: float, partial_rotary_factor: float = 1.0, rope_type: str = "default",
-                        dtype: torch.dtype = torch.float32, device: torch.device | None = None) -> torch.Tensor:
-    """(Dh/2,) the angle per position of each interleaved pair, 0 for pairs left unrotated (module docstring)."""
+                        dtype: torch.dtype = torch.float32, device: torch.device | None = None,
+                        max_period: float = 0.0) -> torch.Tensor:
+    """(Dh/2,) the angle per position of each interleaved pair, 0 for pairs left unrotated (module docstring); with
+    ``max_period`` > 0 also 0 for every pair whose period 2π/θ_i exceeds it (HoPE)."""
     half = head_dim // 2
     if rope_type == "proportional":  # HF: rope_angles = int(f·Dh // 2) of the full-width spectrum, the rest 0
         rotated = int(partial_rotary_factor * head_dim // 2)
@@ -50,6 +54,8 @@ def inverse_frequencies(head_dim: int, base: float, partial_rotary_factor: float
         width = int(head_dim * partial_rotary_factor)
         rotated = (width + 1) // 2
     theta = base ** (-torch.arange(0, 2 * rotated, 2, dtype=dtype, device=device) / width)
+    if max_period > 0:  # HoPE keeps the pairs that turn fully within max_period positions: θ_i ≥ 2π/max_period
+        theta = torch.where(theta >= 2 * math.pi / max_period, theta, torch.zeros_like(theta))
     return torch.cat([theta, torch.zeros(half - rotated, dtype=dtype, device=device)])
 
 
@@ -60,6 +66,7 @@ class RotaryOptions:
     base_rescale_factor: float = 1.0  # s: base -> base·s^(Dh/(Dh−2)) (NTK-aware scaling; evaluation)
     partial_rotary_factor: float = 1.0  # f: the share of each head's dimensions rotated (HF's name); 1: all
     rope_type: str = "default"  # how f < 1 is read (HF's names): "default" (first f·Dh dims) | "proportional" (p-RoPE)
+    max_period: float = 0.0  # HoPE: pairs whose period 2π/θ_i exceeds this many positions left unrotated; 0: off
 
     def __post_init__(self) -> None:
         if not self.base > 1:
@@ -69,6 +76,9 @@ class RotaryOptions:
         if self.rope_type not in ROTATION_TYPES:
             raise ValueError(f"unknown positional.rope.rope_type {self.rope_type!r}; valid choices: "
                              f"{', '.join(ROTATION_TYPES)}")
+        if not (self.max_period == 0 or self.max_period >= 2 * math.pi):
+            raise ValueError(f"positional.rope.max_period must be 0 (off) or >= 2π, the fastest pair's period, got "
+                             f"{self.max_period}")
         if not self.interpolation_factor >= 1 or not self.base_rescale_factor >= 1:
             raise ValueError(f"positional.rope.interpolation_factor and base_rescale_factor must be >= 1 (1: off), "
                              f"got {self.interpolation_factor}, {self.base_rescale_factor}")
@@ -80,7 +90,7 @@ class RotaryPositionalEncoding(PositionalEncoding):
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, base: float,
                  interpolation_factor: float = 1.0, base_rescale_factor: float = 1.0,
-                 partial_rotary_factor: float = 1.0, rope_type: str = "default") -> None:
+                 partial_rotary_factor: float = 1.0, rope_type: str = "default", max_period: float = 0.0) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(
@@ -92,6 +102,7 @@ class RotaryPositionalEncoding(PositionalEncoding):
         self.base_rescale_factor = base_rescale_factor
         self.partial_rotary_factor = partial_rotary_factor
         self.rope_type = rope_type
+        self.max_period = max_period
         if self.partial:
             width = int(self.head_dim * partial_rotary_factor)
             if rope_type == "default" and (width < 2 or width % 2):  # HF would rotate a half pair
@@ -107,7 +118,8 @@ class RotaryPositionalEncoding(PositionalEncoding):
 
     @property
     def partial(self) -> bool:
-        return self.partial_rotary_factor < 1.0
+        """Whether some pairs stay unrotated (a partial rotation, or HoPE's ``max_period``)."""
+        return self.partial_rotary_factor < 1.0 or self.max_period > 0
 
     def scaled_positions(self, positions: torch.Tensor) -> torch.Tensor:
         """Positions as the rotation reads them: m/s under position interpolation, else unchanged."""
@@ -125,7 +137,7 @@ class RotaryPositionalEncoding(PositionalEncoding):
         positions = self.scaled_positions(positions)
         dtype = torch.float64 if positions.dtype == torch.float64 else torch.float32
         theta = inverse_frequencies(self.head_dim, base, self.partial_rotary_factor, self.rope_type, dtype,
-                                    positions.device)
+                                    positions.device, self.max_period)
         return positions.to(dtype)[:, None] * theta[None, :]  # (T, Dh/2)
 
     def rotation_frequencies(self) -> torch.Tensor:
@@ -143,7 +155,20 @@ class RotaryPositionalEncoding(PositionalEncoding):
     def options(self) -> RotaryOptions:
         return RotaryOptions(base=self.base, interpolation_factor=self.interpolation_factor,
                              base_rescale_factor=self.base_rescale_factor,
-                             partial_rotary_factor=self.partial_rotary_factor, rope_type=self.rope_type)
+                             partial_rotary_factor=self.partial_rotary_factor, rope_type=self.rope_type,
+                             max_period=self.max_period)
+
+    def describe(self, usage: Usage) -> str | None:
+        """Its base θ against both bounds where it is not RoPE's 10⁴ (the θ axis, ``rope_theta``)."""
+        if self.base == RotaryOptions.base:
+            return None
+        d, trained, longest = self.head_dim, usage.longest_train, usage.longest_eval
+        periodic = periodic_bound(d, trained)
+        turns = "every pair turns" if self.base <= periodic else "not every pair turns"
+        return (f"θ = {self.base:g}: {turns} within the {trained} trained positions (Liu et al. 2024: θ ≤ "
+                f"{periodic:.3g} for d = {d}); reading {trained} positions needs θ ≥ "
+                f"{retrieval_bound(d, trained):.3g} and {longest} positions θ ≥ {retrieval_bound(d, longest):.3g} "
+                "(Men et al. 2024).")
 
     def rotate(self, q, k, q_pos, k_pos):
         q = rope_rotate(q, self.angles(q_pos))  # (B, H, Tq, Dh)

@@ -11,7 +11,8 @@
   only while B(m) = Σ_i cos(m·θ_i) ≥ 0; the smallest θ with B(m) ≥ 0 for every m ≤ T is the lower bound
   (``retrieval_bound``; for d = 128 it gives 4.2e3 at T = 1k and 2.9e4 at 4k, the paper's Figure 1 values).
 
-The grid (``rope_theta10``, ``rope_theta100``, ``rope_theta1k``, ``rope_theta1m``: a module each) straddles both for the full profile's heads and lengths: the LM (d = 64, L = 256: every
+The grid (``rope_theta10``, ``rope_theta100``, ``rope_theta1k``, ``rope_theta1m``: specs of ``rope`` in
+``schemes.yaml``; RoPE states its base against both bounds wherever it is not 10⁴, ``RotaryPositionalEncoding.describe``) straddles both for the full profile's heads and lengths: the LM (d = 64, L = 256: every
 pair turns within L for θ ≤ 46; reading L needs θ ≥ 1.4e3, 8L θ ≥ 3.1e4) and the length study (d = 32, rows of up to
 41 tokens in training and 161 at 4N: θ ≤ 7.4; θ ≥ 220 and 1.7e3).
 """
@@ -20,12 +21,8 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import field, make_dataclass
-
 import torch
 
-from pelab.positional.base import Usage
-from pelab.positional.rope import RotaryOptions, RotaryPositionalEncoding
 
 
 def periodic_bound(head_dim: int, length: int) -> float:
@@ -64,25 +61,3 @@ def retrieval_bound(head_dim: int, length: int, per_decade: int = 400) -> float:
         else:
             low = mid
     return 10 ** high
-
-
-class ThetaRotaryPositionalEncoding(RotaryPositionalEncoding):
-    """``rope`` at another base; its setup sentence places the base against both bounds where it is used."""
-
-    def describe(self, usage: Usage) -> str | None:
-        d, trained, longest = self.head_dim, usage.longest_train, usage.longest_eval
-        periodic = periodic_bound(d, trained)
-        turns = "every pair turns" if self.base <= periodic else "not every pair turns"
-        return (f"θ = {self.base:g}: {turns} within the {trained} trained positions (Liu et al. 2024: θ ≤ "
-                f"{periodic:.3g} for d = {d}); reading {trained} positions needs θ ≥ "
-                f"{retrieval_bound(d, trained):.3g} and {longest} positions θ ≥ {retrieval_bound(d, longest):.3g} "
-                "(Men et al. 2024).")
-
-
-def rope_at(name: str, base: float) -> type[RotaryPositionalEncoding]:
-    """The scheme ``name``: RoPE whose ``base`` defaults to ``base`` (every other option as ``rope``'s)."""
-    title = "".join(part.title() for part in name.split("_"))  # rope_theta1k -> RopeTheta1K
-    options = make_dataclass(f"{title}Options", [("base", float, field(default=base))], bases=(RotaryOptions,),
-                             frozen=True)
-    return type(f"{title}PositionalEncoding", (ThetaRotaryPositionalEncoding,), {
-        "Options": options, "__module__": f"pelab.positional.{name}", "__doc__": f"``{name}``: RoPE at θ = {base:g}."})

@@ -1,11 +1,10 @@
-"""A scheme with switches against attention dilution (``pelab.model.switches``): the scheme's positions unchanged,
-the model's self-attention switched. ``rope_ssmax``, ``rope_sink`` and ``rope_gate`` (a module each) put each
-switch beside plain ``rope`` in the LM study; another pair is one module of one line, as they are.
+"""The switches against attention dilution (``pelab.model.switches`` builds them), one record each: its name, its
+reference and what it does. A scheme takes them as a spec's ``switches`` (``schemes.yaml``: ``rope_sink: {of: rope,
+switches: [sink]}``): its positions, options and evaluation-time variants unchanged, the model's self-attention
+switched. A new pairing is one entry there; a new switch one record here and its hook in ``model.switches``.
 """
 
 from __future__ import annotations
-
-from pelab.positional.base import PositionalEncoding, Usage
 
 # every switch (``pelab.model.switches`` builds them), in the order a scheme lists them, with its reference
 SWITCHES: dict[str, str] = {
@@ -29,18 +28,6 @@ def check_switches(names: tuple[str, ...] | list[str], where: str) -> tuple[str,
     return tuple(n for n in SWITCHES if n in names)
 
 
-def with_switches(name: str, scheme: type[PositionalEncoding], *switches: str) -> type[PositionalEncoding]:
-    """The scheme ``name``: ``scheme`` (its options, positions and variants) with ``switches`` in every self-attention
-    layer of the model that uses it."""
-    names = check_switches(switches, name)
-    title = "".join(part.title() for part in name.split("_"))  # rope_ssmax -> RopeSsmax
-
-    def describe(self: PositionalEncoding, usage: Usage) -> str:
-        own = scheme.describe(self, usage)
-        says = "; ".join(_SAYS[s] for s in names)
-        return f"{own.rstrip('.') + '; ' if own else ''}{says} ({'; '.join(SWITCHES[s] for s in names)})."
-
-    # read as trained and with the temperature: the extension menu reads the scheme itself (the suite's time)
-    return type(f"{title}PositionalEncoding", (scheme,), {
-        "switches": names, "describe": describe, "variants": "", "__module__": f"pelab.positional.{name}",
-        "__doc__": f"``{name}``: ``{scheme.__name__}`` with {' and '.join(names)} (``pelab.model.switches``)."})
+def switches_sentence(names: tuple[str, ...]) -> str:
+    """What ``names`` do and their references, for the sentence that states a switched scheme's setup."""
+    return f"{'; '.join(_SAYS[s] for s in names)} ({'; '.join(SWITCHES[s] for s in names)})"

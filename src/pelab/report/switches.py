@@ -9,17 +9,10 @@ import numpy as np
 import pandas as pd
 
 from pelab.analysis.paired import seed_map
-from pelab.positional.registry import POSITIONAL_ENCODINGS, scheme_names
+from pelab.positional.registry import scheme_spec
+from pelab.positional.registry import switched_from as base_of
 from pelab.positional.switched import SWITCHES
 from pelab.stats import summarize
-
-
-def base_of(scheme: str) -> str | None:
-    """The registered scheme a switched scheme switches (its class's parent), or None for an unswitched one."""
-    cls = POSITIONAL_ENCODINGS[scheme]
-    if not cls.switches:
-        return None
-    return next((name for name in scheme_names() if POSITIONAL_ENCODINGS[name] is cls.__mro__[1]), None)
 
 
 def switch_reading(records: pd.DataFrame, task: str, schemes: list[str],
@@ -48,11 +41,11 @@ def switch_reading(records: pd.DataFrame, task: str, schemes: list[str],
                         f", {s['mean'] + 0.0:+.3f}{interval} ({'lower' if lower else 'higher'} on {better}{ties} of "
                         f"{len(paired)} seeds)")
         if said:
-            switches = " and ".join(POSITIONAL_ENCODINGS[scheme].switches)
+            switches = " and ".join(scheme_spec(scheme).switches)
             parts.append(f"`{scheme}` ({switches}) against `{base}`: " + "; ".join(said))
     if not parts:
         return ""
-    sources = sorted({s for name in schemes if base_of(name) in schemes for s in POSITIONAL_ENCODINGS[name].switches})
+    sources = sorted({s for name in schemes if base_of(name) in schemes for s in scheme_spec(name).switches})
     return (f"**Switches against dilution on {task}** ({'; '.join(f'{s}: {SWITCHES[s]}' for s in sources)}), each "
             "against the scheme it switches, paired by seed (same batches, same initial weights for every shared "
             "parameter): mean of the base → mean switched, the mean difference [95% t-interval]. "

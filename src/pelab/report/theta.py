@@ -1,19 +1,20 @@
 """RoPE's base θ in the report: where each base stops reading, beside the two bounds for the study's head size and
 lengths (``pelab.positional.rope_theta``). The LM reads it from sliding-window perplexity by length, the length
-study from each task's effective length. Only schemes of the θ family (``rope`` and the ``rope_theta*`` axis)."""
+study from each task's effective length. Only schemes of the θ family (``rope`` and the ``rope_theta*`` axis: specs of ``rope`` that set its base alone)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from pelab.analysis.paired import seed_values
-from pelab.positional.registry import POSITIONAL_ENCODINGS
-from pelab.positional.rope_theta import ThetaRotaryPositionalEncoding, periodic_bound, retrieval_bound
+from pelab.positional.registry import scheme_spec
+from pelab.positional.rope_theta import periodic_bound, retrieval_bound
 
 
 def bases(cfg, schemes: list[str]) -> dict[str, float]:
     """{scheme: θ} for ``rope`` and the θ axis where the study has at least one of the axis (else {})."""
-    axis = [s for s in schemes if issubclass(POSITIONAL_ENCODINGS[s], ThetaRotaryPositionalEncoding)]
+    rope = scheme_spec("rope")
+    axis = [s for s in schemes if scheme_spec(s).cls is rope.cls and set(scheme_spec(s).defaults) == {"base"}]
     return {s: float(cfg.options(s).base) for s in schemes if s == "rope" or s in axis} if axis else {}
 
 

@@ -7,13 +7,14 @@ a copy of their live curves (appended to as they are logged) in ``<folder>/live_
 (``training.loop.train``). A kept run is reused only if it was trained from exactly what the stage would train
 it from now: ``identity`` (task, scheme, model and training sections, options, data info, device type and
 precision) and ``fingerprint`` (the prepared data, the pelab modules training imports for that task and scheme, less
-the tasks' scoring methods, and torch's version);
+the tasks' scoring methods, the scheme's entry in ``positional/schemes.yaml``, and torch's version);
 and, where training draws random numbers (dropout, randomized positions), in the same stack of seeds.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -36,11 +37,14 @@ def fingerprint_sources(task: str, scheme: str) -> list[Path]:
 
 
 def fingerprint(data_dir: str | Path, task: str, scheme: str) -> str:
-    """sha256 of the prepared data's files, of ``fingerprint_sources``, and of torch's version: a kept run trained
-    under another one is retrained."""
+    """sha256 of the prepared data's files, of ``fingerprint_sources``, of the scheme's entry in ``schemes.yaml`` (its
+    ``training_record``: never the whole file, so adding a scheme changes no other's) and of torch's version: a kept
+    run trained under another one is retrained."""
     from pelab.closure import PACKAGE, training_source
+    from pelab.positional.registry import scheme_spec
 
     digest = hashlib.sha256(torch.__version__.encode())
+    digest.update(json.dumps(scheme_spec(scheme).training_record(), sort_keys=True).encode())
     for path in fingerprint_sources(task, scheme):  # what training executes of each (``closure.training_source``)
         digest.update(str(path.relative_to(PACKAGE)).encode())
         digest.update(training_source(path))

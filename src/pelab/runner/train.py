@@ -14,7 +14,7 @@ import torch
 from pelab import io
 from pelab.config import to_dict
 from pelab.device import pick_device, precision, use_deterministic_algorithms
-from pelab.positional import POSITIONAL_ENCODINGS, PositionalEncoding, check_scheme, draws_positions
+from pelab.positional import PositionalEncoding, check_scheme, draws_positions, scheme_spec
 from pelab.runner.checkpoint import RUN_FILE, WEIGHTS
 from pelab.runner.kept_runs import KeptRuns, fingerprint
 from pelab.runner.live import live_logger
@@ -51,7 +51,7 @@ def draws_random_numbers(cfg, scheme: str) -> bool:
 def stacks_by_default(task, scheme: str, device_type: str, draws: bool) -> bool:
     """Whether a (task, scheme)'s seeds train together unless asked otherwise (``train_runs``' ``stack``)."""
     if device_type == "cuda":  # graphed steps (``PositionalEncoding.graph_safe``) may run faster one seed at a time
-        graphed = task.graph_steps and POSITIONAL_ENCODINGS[check_scheme(scheme)].graph_safe
+        graphed = task.graph_steps and scheme_spec(scheme).graph_safe
         return task.stack_when_graphed or not graphed
     # on the CPU not where training draws: there adding a seed trains only that seed
     return task.batch_padding is None and task.stack_on_cpu and not draws

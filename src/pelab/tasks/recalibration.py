@@ -46,9 +46,9 @@ class RecalibrationSettings:
     def check_recalibrated_schemes(self, section: str) -> None:
         """Every listed scheme a registered one (a listed scheme the study does not run is not recalibrated: a
         profile lists what it may run)."""
-        from pelab.positional import POSITIONAL_ENCODINGS
+        from pelab.positional import scheme_names
 
-        unknown = [s for s in self.recalibrate if s not in POSITIONAL_ENCODINGS]
+        unknown = [s for s in self.recalibrate if s not in scheme_names()]
         if unknown:
             raise ValueError(f"{section}.recalibrate lists unknown scheme(s) {unknown}; valid choices: "
-                             f"{', '.join(POSITIONAL_ENCODINGS)}")
+                             f"{', '.join(scheme_names())}")

@@ -212,3 +212,4 @@ def _task_class(problem: str, causal: bool) -> type[LengthTask]:
 # every problem in both architectures: the bidirectional encoders first, then the decoder-only models
 LENGTH_TASKS: dict[str, type[LengthTask]] = {
     task.name: task for causal in (False, True) for task in (_task_class(p, causal) for p in PROBLEMS)}
+TASKS = LENGTH_TASKS  # the registry finds a task package by its TASKS (pelab.tasks)

@@ -227,3 +227,7 @@ class LMTask(Task):
         from pelab.tasks.lm.evaluate import evaluate
 
         return evaluate(cfg, model, data, device)
+
+
+# the registry finds a task package by its TASKS (pelab.tasks)
+TASKS = {"lm": LMTask}

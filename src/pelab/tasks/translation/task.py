@@ -175,3 +175,7 @@ class TranslationTask(Task):
         return {"val_loss": ("val_loss", "Translation — validation loss (mean over seeds)",
                              "cross-entropy per target token"),
                 "train_loss": ("loss", "Translation — training loss (label-smoothed, mean over seeds)", "cross-entropy")}
+
+
+# the registry finds a task package by its TASKS (pelab.tasks)
+TASKS = {"translation": TranslationTask}
