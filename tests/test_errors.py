@@ -15,7 +15,7 @@ from pelab.cli import main
 from pelab.params import load_params, parse_params
 from pelab.positional import SCHEMES, build_positional_encoding, check_scheme, scheme_names, scheme_options
 from pelab.positional.learned import LearnedPositionalEncoding
-from pelab.tasks import get_task
+from pelab.tasks import get_task, task_names
 from pelab.tasks.copy.config import CopyDataConfig as CopyTaskConfig
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import build_copy_model
@@ -239,10 +239,8 @@ def test_cli_unknown_scheme_is_one_line_and_leaves_no_output(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("option", "value", "expected"), [
-    ("--task", "cp", "error: Invalid value for '--task': unknown task 'cp'; valid choices: copy, reverse, "
-                     "duplicate, addition, recall, selective_copy, indirect, count, reverse_causal, "
-                     "duplicate_causal, addition_causal, recall_causal, selective_copy_causal, indirect_causal, "
-                     "count_causal, lm, translation\n"),
+    ("--task", "cp", f"error: Invalid value for '--task': unknown task 'cp'; valid choices: "
+                     f"{', '.join(task_names())}\n"),
     ("--device", "gpu", "error: Invalid value for '--device': unknown device 'gpu'; valid choices: auto, cpu, cuda, "
                         "cuda:N\n"),
 ])

@@ -23,7 +23,9 @@ from pelab.tasks.length.config import LengthDataConfig, LengthModelConfig
 from pelab.tasks.length.data import make_splits
 from pelab.tasks.length.data.layout import IGNORE, decoder_rows, encoder_rows
 from pelab.tasks.length.data import LengthData
-from pelab.tasks.length.data.problems import PROBLEMS, binary_addition, special_tokens
+from pelab.tasks.length.data.problems import PROBLEMS
+from pelab.tasks.length.data.problems.addition import binary_addition
+from pelab.tasks.length.data.tokens import special_tokens
 from pelab.tasks.length.evaluate import answer_queries, answer_scores, generate
 from pelab.tasks.length.model import build_length_model
 
@@ -707,7 +709,7 @@ def test_recall_s_in_context_floor_is_what_answering_any_value_of_the_context_sc
     """Issue 53: recall's chance is 1/K, but a model that answers each query with some value of its row's context
     scores (1 + (n - 1)/K)/n; simulated on drawn rows, and averaged over the quick profile's lengths as the test
     split's in/beyond rows are (0.360 within N, 0.085 beyond)."""
-    from pelab.tasks.length.data.problems import Recall
+    from pelab.tasks.length.data.problems.recall import Recall
     from pelab.tasks.length.evaluate import facts
 
     problem, generator = Recall(), torch.Generator().manual_seed(0)

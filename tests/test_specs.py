@@ -1,6 +1,6 @@
 """A scheme is a spec (positional/schemes.yaml, positional/registry.py): a base class plus option defaults, switches and
-randomized positions as data, and adding one (a module and its line, or an entry alone) changes no kept run's
-fingerprint and no existing stage's definition. HoPE, one entry, against its rule."""
+randomized positions as data, and adding one (a module and its line, or an entry alone), a task or a length problem
+changes no kept run's fingerprint and no existing stage's definition. HoPE, one entry, against its rule."""
 
 from __future__ import annotations
 
@@ -131,9 +131,9 @@ def _fingerprints(root: Path) -> dict:
     return json.loads(out.stdout)
 
 
-def test_adding_a_scheme_a_spec_or_a_task_changes_no_kept_run_and_no_stage(tmp_path):
-    """The scheme and task recipes (docs/extending.md) followed in a copy: a module and its line, a spec entry, a
-    task package. Every
+def test_adding_a_scheme_a_spec_a_task_or_a_problem_changes_no_kept_run_and_no_stage(tmp_path):
+    """The scheme, task and problem recipes (docs/extending.md) followed in a copy: a module and its line, a spec
+    entry, a task package, a length problem's module. Every
     finished (task, scheme) of the default study keeps its fingerprint, and every study's pipeline file is as it was:
     no prepare, run or tune stage is stale (tests/test_pipeline_e2e.py asks `dvc status` the same)."""
     copy = tmp_path / "repo"
@@ -151,8 +151,13 @@ def test_adding_a_scheme_a_spec_or_a_task_changes_no_kept_run_and_no_stage(tmp_p
     for path in (copy / "src/pelab/tasks/recopy").rglob("*.py"):
         text = path.read_text().replace("pelab.tasks.copy", "pelab.tasks.recopy")
         path.write_text(text.replace('name = "copy"', 'name = "recopy"').replace('{"copy": ', '{"recopy": '))
+    # and a length problem: a module named like it (reverse's, under another name)
+    problems = copy / "src/pelab/tasks/length/data/problems"
+    (problems / "mirror.py").write_text((problems / "reverse.py").read_text().replace('name = "reverse"',
+                                                                                       'name = "mirror"'))
     after = _fingerprints(copy)
-    assert [t for t in after["tasks"] if t != "recopy"] == before["tasks"] != after["tasks"]
+    new = {"recopy", "mirror", "mirror_causal"}
+    assert [t for t in after["tasks"] if t not in new] == before["tasks"] and new <= set(after["tasks"])
     assert len(before["runs"]) > 400 and after["runs"] == before["runs"]
     # every study's stages as they were; only the root's (check, aggregate, report: they read every scheme) may list it
     studies = {rel: text for rel, text in before["pipelines"].items() if rel != "dvc.yaml"}

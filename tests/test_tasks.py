@@ -28,8 +28,8 @@ def reverse_task():
 
 def test_the_registry_lists_the_built_in_tasks_and_rejects_unknown_ones():
     """Found by convention (every ``pelab/tasks/<package>/task.py`` with its ``TASKS``), by package name."""
-    assert task_names()[:2] == ["copy", "reverse"] and task_names()[-2:] == ["lm", "translation"]
-    with pytest.raises(ValueError, match=r"^unknown task 'sort'; valid choices: copy, reverse"):
+    assert task_names()[:3] == ["copy", "addition", "count"] and task_names()[-2:] == ["lm", "translation"]
+    with pytest.raises(ValueError, match=r"^unknown task 'sort'; valid choices: copy, addition, count"):
         get_task("sort")
 
 

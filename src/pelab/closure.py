@@ -15,7 +15,8 @@ follow meaning:
   and none for a stage that builds no scheme (``NO_SCHEME``: prepare). ``schemes.yaml`` itself is never a file of
   the closure: a stage depends on its scheme's entry, and a kept run hashes it (``registry.SchemeSpec``);
 * likewise the task registry (``tasks/__init__.py``) finds every task package by convention and imports it by name:
-  only the stage's task's package is followed (every one's for a stage of any task).
+  only the stage's task's package is followed (every one's for a stage of any task), and the length study's problem
+  registry (``tasks/length/data/problems/__init__.py``) only the stage's task's problem module.
 
 A stage without a task or scheme (prepare, aggregate, report) may reach any of them.
 """
@@ -37,6 +38,7 @@ AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: on
 NO_SCHEME = ""  # ``closure``'s scheme for a stage that builds none (prepare): no scheme's module is followed
 REGISTRY = PACKAGE / "positional/registry.py"
 TASK_REGISTRY = PACKAGE / "tasks/__init__.py"
+PROBLEM_REGISTRY = PACKAGE / "tasks/length/data/problems/__init__.py"
 
 
 def module_file(name: str) -> Path | None:
@@ -128,6 +130,18 @@ def task_modules(task: str | None) -> set[str]:
     return {TASKS[t].__module__ for t in (TASKS if task is None else [task]) if t in TASKS}
 
 
+def problem_modules(task: str | None) -> set[str]:
+    """The problem modules the length study's registry imports by name for a stage of ``task``: its problem's (the
+    module named like it), every one's for a stage of any task."""
+    from pelab.tasks import TASKS
+
+    package = ".".join(PROBLEM_REGISTRY.relative_to(SRC).parent.parts)
+    problem = getattr(TASKS.get(task), "problem", None) if task is not None else None
+    names = [problem] if problem else [p.stem for p in PROBLEM_REGISTRY.parent.glob("*.py")
+                                      if p.stem not in ("__init__", "base")]
+    return {f"{package}.{name}" for name in names}
+
+
 def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool,
             aggregation: bool = False) -> set[Path]:
     """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any; ``NO_SCHEME``: it builds none),
@@ -143,6 +157,8 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
             names |= scheme_modules(scheme)  # imported by name (importlib), as schemes.yaml says
         elif path == TASK_REGISTRY:
             names |= task_modules(task)  # likewise the task packages (``pelab.tasks``)
+        elif path == PROBLEM_REGISTRY:
+            names |= problem_modules(task)  # and the length study's problems
         for name in names:
             found = module_file(name)
             if found is not None:

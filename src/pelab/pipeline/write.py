@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from pelab.closure import NO_SCHEME, PACKAGE, ROOT, closure
+from pelab.closure import NO_SCHEME, PACKAGE, ROOT, closure, module_file, problem_modules
 from pelab.studies import STAGE_KINDS, STUDIES, StudyRecord, study_of
 
 SRC_ROOT = PACKAGE.parent
@@ -154,13 +154,17 @@ def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: boo
     stage running every scheme of a list depends on the check stage's record of them instead, ``SCHEME_RECORDS``). A
     templated path that some task lacks becomes its task folder."""
     from pelab.positional import scheme_names
+    from pelab.tasks import TASKS
 
     per_task = study.package is None
     tasks = registered_tasks(study)
     entries: set[str] = set()
     for task in tasks:
         for scheme in (scheme_names() if per_scheme and scheme_var else [NO_SCHEME]):
-            found = compress(closure(ROOT / "stages" / script, task, scheme, evaluation))
+            found = closure(ROOT / "stages" / script, task, scheme, evaluation)
+            if not study.per_scheme:  # a study of a stage per task: its problem's module is in the check stage's record
+                found -= {module_file(m) for m in problem_modules(task)} if hasattr(TASKS[task], "problem") else set()
+            found = compress(found)
             entries |= {template(p, task if per_task else None, scheme or None, task_var) for p in found}
     if per_task:
         entries = {_widen(e, tasks, task_var) for e in entries}
@@ -204,7 +208,8 @@ def prepare_stage(study: StudyRecord) -> dict[str, Any]:
         "do": {
             "wdir": WDIR,
             "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
-            "deps": [CHECKED, *code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
+            "deps": [CHECKED, *([] if study.per_scheme else [problem_record_file(study)]),
+                     *code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
             "params": [f"{study.package or ITEM}.data"],
             "outs": [f"data/{ITEM}"],
         },
@@ -250,7 +255,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
     section = study.package or ITEM
     read = ["seeds", study.schemes_key, study.task_schemes_key, f"{section}.model", f"{section}.train",
             f"{section}.eval"]
-    record = scheme_record_file(study)
+    record = [scheme_record_file(study), problem_record_file(study)]
     return {
         study.stage("run"): {
             "foreach": f"${{{study.tasks_key}}}",
@@ -258,7 +263,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "wdir": WDIR,
                 "cmd": f"python stages/run.py --task {ITEM} --data data/{ITEM} --runs runs --live dvclive "
                        f"--results results",
-                "deps": [f"data/{ITEM}", record,
+                "deps": [f"data/{ITEM}", *record,
                          *code_deps("run.py", study, True, True, task_var=ITEM, scheme_var=False)],
                 "params": read,
                 "outs": [f"runs/{ITEM}", f"results/{ITEM}"],
@@ -271,7 +276,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "wdir": WDIR,
                 "cmd": f"python stages/tune.py --task {ITEM} --data data/{ITEM} --runs runs/tuned --sweeps runs/sweep "
                        f"--results results/tuned",
-                "deps": [f"data/{ITEM}", record,
+                "deps": [f"data/{ITEM}", *record,
                          *code_deps("tune.py", study, True, True, task_var=ITEM, scheme_var=False)],
                 "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
                 "outs": [f"runs/tuned/{ITEM}", f"runs/sweep/{ITEM}", f"results/tuned/{ITEM}"],
@@ -283,6 +288,11 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
 def scheme_record_file(study: StudyRecord) -> str:
     """The check stage's record of the schemes of a study with a stage per task (``runner.scheme_records``)."""
     return f"{SCHEME_RECORDS}/{study.name}.json"
+
+
+def problem_record_file(study: StudyRecord) -> str:
+    """Likewise of its tasks' problems (what its prepare stages read in place of the problem modules)."""
+    return f"{SCHEME_RECORDS}/{study.name}_problems.json"
 
 
 def root_stages() -> dict[str, dict[str, Any]]:
@@ -298,7 +308,8 @@ def root_stages() -> dict[str, dict[str, Any]]:
             # every key of params.yaml (`pe`: the scheme selection, with its list)
             "params": _outermost(["profile", "pe", *study_keys, "seeds", "reference", "device", "tune", "positional",
                                   *sections]),
-            "outs": [CHECKED, *(scheme_record_file(s) for s in STUDIES if not s.per_scheme)],
+            "outs": [CHECKED, *(f for s in STUDIES if not s.per_scheme for f in (scheme_record_file(s),
+                                                                                  problem_record_file(s)))],
         },
         "aggregate": {
             "cmd": "python stages/aggregate.py --runs runs --results results --metrics reports/metrics "

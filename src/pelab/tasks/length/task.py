@@ -1,7 +1,7 @@
 """The length tasks behind the ``Task`` interface: what training executes (evaluation: ``evaluate.py``).
 
 Registry names: ``<problem>`` (bidirectional encoder, answer read at blank positions) and ``<problem>_causal``
-(decoder-only, answer generated after the separator), for the problems of ``data/problems.py``.
+(decoder-only, answer generated after the separator), for the problems of ``data/problems/``.
 """
 
 from __future__ import annotations
