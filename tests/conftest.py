@@ -45,11 +45,14 @@ def _smoke_composed() -> dict:
 
 
 def smoke_raw(**changes) -> dict:
-    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``. The length and LM
-    studies are left out (``length_tasks: []``, ``lm_tasks: []``) unless ``changes`` names them. Composed once per
-    worker (Hydra takes 0.2 s a composition, and the generated matrix asks some 600), a fresh copy each call."""
+    """The smoke profile's composition (a dict), with top-level keys replaced by ``changes``. Every study but the
+    main one is left out (its tasks list empty: ``length_tasks: []``, …, from the study records, so a new study is
+    left out too) unless ``changes`` names it. Composed once per worker (Hydra takes 0.2 s a composition, and the
+    generated matrix asks some 600), a fresh copy each call."""
+    from pelab.studies import STUDIES
+
     composed = copy.deepcopy(_smoke_composed())
-    composed.update({"length_tasks": [], "lm_tasks": [], **changes})
+    composed.update({**{s.tasks_key: [] for s in STUDIES[1:] if "." not in s.tasks_key}, **changes})
     return composed
 
 

@@ -11,6 +11,7 @@ import pytest
 from test_pipeline_e2e import copy_worktree, ran, run
 
 from pelab.compose import compose_params
+from pelab.studies import STUDIES
 
 pytestmark = pytest.mark.e2e
 SEEDS = 2  # the study's seeds here (the fixture's overrides)
@@ -21,9 +22,9 @@ def study(repo_root, tmp_path_factory):
     full = compose_params(repo_root / "conf", [])  # the defaults: pe=all, every task, five seeds, profile full
     # two seeds, not the default five: every scheme and task, stacked and paired, within the suite's 25 minutes
     # (five made the suite 26:54 once recall joined the length study: benchmarks/results/suite_time.md)
-    overrides = ["profile=smoke", "seeds=[0,1]", f"length_tasks=[{','.join(full['length_tasks'])}]",
-                 f"length_schemes=[{','.join(full['length_schemes'])}]", f"lm_tasks=[{','.join(full['lm_tasks'])}]",
-                 f"lm_schemes=[{','.join(full['lm_schemes'])}]",
+    # every study's lists as the full profile holds them (from the records: a new study rides along by design)
+    lists = [f"{key}=[{','.join(s.values(full, key))}]" for s in STUDIES[1:] for key in (s.tasks_key, s.schemes_key)]
+    overrides = ["profile=smoke", "seeds=[0,1]", *lists,
                  # per-scheme learning rates for every length scheme (one stage, every scheme in it); the main study's
                  # and the LM's tune stages (one per scheme: copy's 20 took 2.6 minutes, the LM's 26 six,
                  # benchmarks/results/suite_time.md, 2026-11-28) run the same runner, tested on copy in test_tuning.py
@@ -38,13 +39,13 @@ def test_every_stage_of_the_default_study_runs(study):
     project, full, out = study
     stages = {line.split()[0].rsplit(":", 1)[-1]
               for line in run(["dvc", "stage", "list", "--all"], project).splitlines() if line.strip()}
-    n_main = len(full["tasks"]) * len(full["pe"]["schemes"])  # a run stage per (task, scheme)
-    n_length = len(full["length_tasks"])  # a run stage per task: its every length scheme
-    n_lm = len(full["lm_tasks"]) * len(full["lm_schemes"])
-    assert full["lm_tasks"] == ["lm"] and n_lm == 29
+    # from the study records: a run stage per (task, scheme), or per task where a stage runs every scheme of the list
+    n_runs = sum(len(s.values(full, s.tasks_key)) * (len(s.values(full, s.schemes_key)) if s.per_scheme else 1)
+                 for s in STUDIES)
     n_tuned = 1  # the length task's tune stage
-    n_tasks = len(full["tasks"]) + len(full["length_tasks"]) + 1  # a prepare stage each
-    assert len(stages) == n_tasks + n_main + n_length + n_lm + n_tuned + 3  # and check, aggregate, report
+    n_tasks = sum(len(s.values(full, s.tasks_key)) for s in STUDIES)  # a prepare stage each
+    assert n_runs == 2 * 20 + 14 + 30  # the default study as it stands (a scheme or task added changes it here)
+    assert len(stages) == n_tasks + n_runs + n_tuned + 3  # and check, aggregate, report
     assert ran(out, "") == stages
 
 
@@ -70,8 +71,7 @@ def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
     shown = run(["dvc", "metrics", "show"], project)
     report = (project / "reports/report.md").read_text()
     summary = json.loads((project / "reports/summary.json").read_text())
-    for tasks, schemes in ((full["tasks"], full["pe"]["schemes"]), (full["length_tasks"], full["length_schemes"]),
-                           (full["lm_tasks"], full["lm_schemes"])):
+    for tasks, schemes in ((s.values(full, s.tasks_key), s.values(full, s.schemes_key)) for s in STUDIES):
         for task in tasks:
             assert sorted(summary[task]) == sorted(schemes), task
             for scheme in schemes:
@@ -108,7 +108,7 @@ def test_every_run_of_the_default_study_is_scored_at_its_best_validation_step(st
     assert len(best_and_last) == len(runs) and (best_and_last["loss"] <= best_and_last["loss_last"]).all()
     report = (project / "reports/report.md").read_text()
     section = report[report.index("## Which step is scored"):]
-    for task in [*full["tasks"], *full["length_tasks"], *full["lm_tasks"]]:
+    for task in (t for s in STUDIES for t in s.values(full, s.tasks_key)):
         assert f"| {task} |" in section, task
 
 

@@ -34,11 +34,10 @@ def resolved_stages() -> list[tuple[str, dict, dict]]:
     """(name, stage definition with ${item…} filled in, item) for every stage of the pipeline files at the full
     profile."""
     params = compose_params(ROOT / "conf", [])
-    context = {"tasks": params["tasks"], "pe.schemes": params["pe"]["schemes"], "length_tasks": params["length_tasks"],
-               "length_schemes": params["length_schemes"], "lm_tasks": params["lm_tasks"],
-               "lm_schemes": params["lm_schemes"], "seeds": params["seeds"],
-               **{key: params[key] for s in STUDIES for key in (s.runs_key, s.tuned_runs_key) if key},
-               **{f"tune.{key}": params["tune"][key] for key in ("tasks", "length_tasks", "lm_tasks")}}
+    # every study's lists, read from its record (a new study is picked up here)
+    context = {"seeds": params["seeds"],
+               **{key: s.values(params, key) for s in STUDIES for key in (s.tasks_key, s.schemes_key, s.tune_key)},
+               **{key: params[key] for s in STUDIES for key in (s.runs_key, s.tuned_runs_key) if key}}
     out = []
     stages = {}
     for path in (ROOT / "dvc.yaml", *sorted(ROOT.glob("pipelines/**/dvc.yaml"))):

@@ -14,6 +14,7 @@ from pelab.params import parse_params
 from pelab.runner.checkpoint import load_run
 from pelab.runner.evaluate import evaluate_run
 from pelab.runner.train import train_runs
+from pelab.studies import STUDIES
 from pelab.tasks import TASKS, get_task, task_names
 
 
@@ -102,7 +103,7 @@ def test_the_registries_conf_and_dvc_yaml_agree(repo_root):
     from pelab.positional import scheme_names
 
     full = compose_params(repo_root / "conf")
-    assert sorted([*full["tasks"], *full["length_tasks"], *full["lm_tasks"]]) == sorted(task_names())
+    assert sorted(t for s in STUDIES for t in s.values(full, s.tasks_key)) == sorted(task_names())
     for name in task_names():
         section = full[get_task(name).params_section]
         assert {"data", "model", "train", "eval"} <= set(section), name

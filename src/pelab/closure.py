@@ -18,7 +18,9 @@ follow meaning:
   only the stage's task's package is followed (every one's for a stage of any task), and the length study's problem
   registry (``tasks/length/data/problems/__init__.py``) only the stage's task's problem module.
 
-A stage without a task or scheme (prepare, aggregate, report) may reach any of them.
+A stage without a task or scheme (check, aggregate, report) may reach any of them. (The length study's stages run
+every scheme of a list: they follow none, ``NO_SCHEME``, and read the check stage's record of the listed schemes and
+problems instead: ``pelab.runner.scheme_records``.)
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ ROOT = SRC.parent  # the repository: stages/ and src/
 EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluate_recalibrated", "recalibrations", "recalibration",
                       "recalibration_validation", "recalibrated_model")
 AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
-NO_SCHEME = ""  # ``closure``'s scheme for a stage that builds none (prepare): no scheme's module is followed
+# ``closure``'s scheme for a stage that builds none (prepare), or whose schemes a record covers: none is followed
+NO_SCHEME = ""
 REGISTRY = PACKAGE / "positional/registry.py"
 TASK_REGISTRY = PACKAGE / "tasks/__init__.py"
 PROBLEM_REGISTRY = PACKAGE / "tasks/length/data/problems/__init__.py"
