@@ -176,7 +176,7 @@ def test_a_main_task_s_own_list_filters_pe_and_its_run_stages_are_exactly_those_
 
 @pytest.mark.parametrize("change, words", [
     ({"length_task_schemes": ["rope"]}, "length_task_schemes must map a task to its schemes, e.g. "),
-    ({"length_task_schemes": {"reversed": ["rope"]}}, "unknown task 'reversed'; valid choices: reverse, "),
+    ({"length_task_schemes": {"reversed": ["rope"]}}, "unknown task 'reversed'; valid choices: addition, count, "),
     ({"length_task_schemes": {"reverse": ["rotary"]}}, "unknown positional scheme 'rotary'; valid choices: none, "),
     ({"length_task_schemes": {"reverse": []}}, "length_task_schemes.reverse is empty; list at least one scheme"),
     ({"length_task_schemes": {"reverse": "rope"}}, "length_task_schemes.reverse must be a list, e.g. "),
