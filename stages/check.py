@@ -8,8 +8,10 @@ downstream of it. It also writes the record of what each scheme of a study with 
 from pathlib import Path
 
 import click
+import yaml
 from _common import one_line_errors, params_option
 
+from pelab.compose import stale_items
 from pelab.params import load_params
 from pelab.runner.scheme_records import write_scheme_records
 from pelab.tasks import get_task
@@ -25,6 +27,11 @@ CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
 @one_line_errors
 def main(params_path: str, out_path: str, schemes_dir: str) -> None:
     params = load_params(params_path)
+    stale = stale_items(yaml.safe_load(Path(params_path).read_text()))
+    if stale:
+        raise ValueError(f"{params_path}'s {', '.join(stale)} no longer match its lists and options (edited by hand?): "
+                         "recompose it, `pelab compose <overrides> --out params.yaml`, or set values with "
+                         "`dvc exp run -S`")
     for task in params.tasks:  # what prepare will read beside params (a corpus folder)
         get_task(task).check_inputs(params.task(task))
     out = Path(out_path)

@@ -97,6 +97,25 @@ def study_runs(name: str, kind: str = "run", *, _root_: Any) -> Any:
                              for s in (study.own_schemes(schemes, tuple(own[t])) if t in own else schemes)})
 
 
+def stale_items(raw: dict[str, Any]) -> list[str]:
+    """The composed item keys of ``raw`` (``<study>_runs``, ``<study>_tuned_runs``) that differ from what its lists and
+    options compose to now: params.yaml edited by hand, not recomposed. Its stages depend on their items, so a stale
+    one would hide an edit from DVC; the check stage stops on one."""
+    from omegaconf import OmegaConf
+
+    from pelab.studies import STUDIES
+
+    root = OmegaConf.create({k: v for k, v in raw.items()})
+    stale = []
+    for study in STUDIES:
+        for key, kind in ((study.runs_key, "run"), (study.tuned_runs_key, "tune")):
+            if key and key in raw:
+                composed = OmegaConf.to_container(study_runs(study.name, kind, _root_=root), resolve=True)
+                if composed != raw[key]:
+                    stale.append(key)
+    return stale
+
+
 def _nested(key: str, resolved) -> dict[str, Any]:
     """{first part of dotted ``key``: its resolved value}: what ``StudyRecord.values`` reads ``key`` from."""
     head = key.split(".")[0]
