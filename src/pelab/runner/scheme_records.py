@@ -23,33 +23,30 @@ from pelab.closure import NO_SCHEME, ROOT, closure, module_file, problem_modules
 from pelab.params import Params
 from pelab.positional import scheme_spec
 from pelab.studies import STUDIES
+from pelab.tasks import TASKS
 
 
-def scheme_sources(scheme: str) -> str:
-    """sha256 of the files scheme ``scheme``'s class module executes (its import closure; evaluation included)."""
+def _digest(modules: list[str], task: str | None) -> str:
+    """sha256 of the files ``modules`` execute (their import closure, evaluation included), path and text."""
     digest = hashlib.sha256()
-    start = module_file(scheme_spec(scheme).module)
-    if start is None:  # a class outside pelab (a plugin's, a test's): nothing of pelab's to hash
-        return digest.hexdigest()
-    for path in sorted(closure(start, None, NO_SCHEME, evaluation=True)):
+    starts = [path for path in map(module_file, modules) if path is not None]  # a plugin's class: nothing of pelab's
+    for path in sorted(set().union(*(closure(start, task, NO_SCHEME, evaluation=True) for start in starts))):
         digest.update(path.relative_to(ROOT).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def problem_sources(task: str) -> str | None:
-    """sha256 of the files task ``task``'s problem module executes (the length study's: ``problems/<name>.py``), or
-    None for a task without a problem."""
-    from pelab.tasks import TASKS
+def scheme_sources(scheme: str) -> str:
+    """sha256 of the files scheme ``scheme``'s class module executes."""
+    return _digest([scheme_spec(scheme).module], None)
 
+
+def problem_sources(task: str) -> str | None:
+    """sha256 of the files task ``task``'s problem module executes (the length study's ``problems/<name>.py``), or
+    None for a task without a problem."""
     if getattr(TASKS[task], "problem", None) is None:
         return None
-    digest = hashlib.sha256()
-    for module in sorted(problem_modules(task)):
-        for path in sorted(closure(module_file(module), task, NO_SCHEME, evaluation=True)):
-            digest.update(path.relative_to(ROOT).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return _digest(sorted(problem_modules(task)), task)
 
 
 def study_scheme_records(params: Params, study: str) -> dict[str, Any]:
