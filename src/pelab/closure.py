@@ -135,13 +135,14 @@ def task_modules(task: str | None) -> set[str]:
 
 def problem_modules(task: str | None) -> set[str]:
     """The problem modules the length study's registry imports by name for a stage of ``task``: its problem's (the
-    module named like it), every one's for a stage of any task."""
+    module named like it; none for a task without one), every one's for a stage of any task."""
     from pelab.tasks import TASKS
 
     package = ".".join(PROBLEM_REGISTRY.relative_to(SRC).parent.parts)
-    problem = getattr(TASKS.get(task), "problem", None) if task is not None else None
-    names = [problem] if problem else [p.stem for p in PROBLEM_REGISTRY.parent.glob("*.py")
-                                      if p.stem not in ("__init__", "base")]
+    if task is not None:
+        problem = getattr(TASKS.get(task), "problem", None)
+        return {f"{package}.{problem}"} if problem else set()
+    names = [p.stem for p in PROBLEM_REGISTRY.parent.glob("*.py") if p.stem not in ("__init__", "base")]
     return {f"{package}.{name}" for name in names}
 
 

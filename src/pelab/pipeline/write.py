@@ -24,7 +24,6 @@ import yaml
 from pelab.closure import NO_SCHEME, PACKAGE, ROOT, closure, module_file, problem_modules
 from pelab.studies import STAGE_KINDS, STUDIES, StudyRecord, study_of
 
-SRC_ROOT = PACKAGE.parent
 HEADER = """\
 # Written by `pelab pipeline` from the study records (src/pelab/studies.py) and each stage's import closure
 # (src/pelab/closure.py): edit those, then run `pelab pipeline`; tests/test_dvc_deps.py fails when
@@ -137,13 +136,9 @@ def template(path: Path, task: str | None, scheme: str | None, task_var: str) ->
         folder = f"src/pelab/tasks/{task}"
         if text == folder or text.startswith(folder + "/"):
             text = f"src/pelab/tasks/{task_var}{text[len(folder):]}"
-    if scheme is not None and path == module_path(scheme_spec(scheme).module):
+    if scheme is not None and path == module_file(scheme_spec(scheme).module):
         text = f"src/pelab/positional/{MODULE}.py"
     return text
-
-
-def module_path(module: str) -> Path:
-    return SRC_ROOT / Path(*module.split(".")).with_suffix(".py")
 
 
 def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: bool, task_var: str = TASK,
@@ -154,7 +149,6 @@ def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: boo
     stage running every scheme of a list depends on the check stage's record of them instead, ``SCHEME_RECORDS``). A
     templated path that some task lacks becomes its task folder."""
     from pelab.positional import scheme_names
-    from pelab.tasks import TASKS
 
     per_task = study.package is None
     tasks = registered_tasks(study)
@@ -163,7 +157,7 @@ def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: boo
         for scheme in (scheme_names() if per_scheme and scheme_var else [NO_SCHEME]):
             found = closure(ROOT / "stages" / script, task, scheme, evaluation)
             if not study.per_scheme:  # a study of a stage per task: its problem's module is in the check stage's record
-                found -= {module_file(m) for m in problem_modules(task)} if hasattr(TASKS[task], "problem") else set()
+                found -= {module_file(m) for m in problem_modules(task)}
             found = compress(found)
             entries |= {template(p, task if per_task else None, scheme or None, task_var) for p in found}
     if per_task:

@@ -23,7 +23,6 @@ from pelab.closure import NO_SCHEME, ROOT, closure, module_file, problem_modules
 from pelab.params import Params
 from pelab.positional import scheme_spec
 from pelab.studies import STUDIES
-from pelab.tasks import TASKS
 
 
 def _digest(modules: list[str], task: str | None) -> str:
@@ -44,9 +43,8 @@ def scheme_sources(scheme: str) -> str:
 def problem_sources(task: str) -> str | None:
     """sha256 of the files task ``task``'s problem module executes (the length study's ``problems/<name>.py``), or
     None for a task without a problem."""
-    if getattr(TASKS[task], "problem", None) is None:
-        return None
-    return _digest(sorted(problem_modules(task)), task)
+    modules = sorted(problem_modules(task))
+    return _digest(modules, task) if modules else None
 
 
 def study_scheme_records(params: Params, study: str) -> dict[str, Any]:
