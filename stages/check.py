@@ -2,8 +2,8 @@
 study input stops `dvc repro` and `dvc exp run` in one line naming the bad value and the valid choices
 (``pelab.params.load_params``: every study's lists, each task's sections, every scheme's options), before any data
 is prepared or any run trained. Its output never changes, so a params change that passes re-runs nothing
-downstream of it. It also writes the record of what each scheme of a study with a stage per task is trained from
-(``pelab.runner.scheme_records``), which those stages depend on."""
+downstream of it. It also writes the records of what each scheme is trained from (``pelab.runner.scheme_records``), which the run and
+tune stages depend on."""
 
 from pathlib import Path
 
@@ -27,7 +27,8 @@ CHECKED = "params.yaml passed pelab's checks (stages/check.py)\n"
 @one_line_errors
 def main(params_path: str, out_path: str, schemes_dir: str) -> None:
     params = load_params(params_path)
-    stale = stale_items(yaml.safe_load(Path(params_path).read_text()))
+    raw = yaml.safe_load(Path(params_path).read_text())
+    stale = stale_items(raw)
     if stale:
         raise ValueError(f"{params_path}'s {', '.join(stale)} no longer match its lists and options (edited by hand?): "
                          "recompose it, `pelab compose <overrides> --out params.yaml`, or set values with "
@@ -38,7 +39,7 @@ def main(params_path: str, out_path: str, schemes_dir: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists() or out.read_text() != CHECKED:
         out.write_text(CHECKED)
-    write_scheme_records(params, schemes_dir)
+    write_scheme_records(params, raw, schemes_dir)
     studies = ", ".join(f"{task} x {len(params.schemes_of(task))} schemes" for task in params.tasks)
     click.echo(f"checked {params_path}: {studies or 'no task'}, seeds {list(params.seeds)}")
 

@@ -14,6 +14,7 @@ import yaml
 from pelab.compose import compose_params
 from pelab.closure import NO_SCHEME, closure, imports, module_file, problem_modules
 from pelab.pipeline.write import pipeline_files
+from pelab.runner.scheme_records import covered, recorded_modules
 from pelab.studies import STAGE_KINDS, STUDIES
 from pelab.tasks import task_names
 
@@ -83,9 +84,12 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
     if any(d.parent == ROOT / "reports/schemes" for d in deps):
         recorded = {module_file(m) for m in problem_modules(task)}
     assert per_task <= bool(recorded or any(d.parent == ROOT / "reports/schemes" for d in deps)), name
-    if "scheme" in item:  # its own scheme's entry, never the whole file
-        assert {"src/pelab/positional/schemes.yaml": [item["scheme"]]} in stage["params"]
-        assert "src/pelab/positional/schemes.yaml" not in stage["deps"] and "src/pelab/positional" not in stage["deps"]
+    if "scheme" in item:  # its own scheme's record (entry, class and switch modules), never schemes.yaml
+        assert f"reports/schemes/each/{item['scheme']}.json" in stage["deps"]
+        recorded = covered(recorded_modules(item["scheme"]), None)
+        assert "src/pelab/positional/schemes.yaml" not in str(stage) and "src/pelab/positional" not in stage["deps"]
+        assert not any(d.startswith(("src/pelab/positional/fire.py", "src/pelab/model/switches/ssmax.py"))
+                       for d in stage["deps"])  # found by name: in the record, not in dvc.yaml
     missing = sorted({str(path.relative_to(ROOT)) for scheme in schemes
                       for path in closure(script, task, scheme, evaluation) - recorded
                       if not any(path == dep or dep in path.parents for dep in deps)})

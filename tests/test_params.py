@@ -124,15 +124,14 @@ def test_params_hold_no_copies(repo_root):
     assert not set(composed["length_tasks"]) & set(composed), "a length task has a section of its own"
     text = (repo_root / "params.yaml").read_text()
     assert text.count(": {}") < 20, "placeholders in params.yaml"
-    # the composed items a study's stages loop over (StudyRecord.runs_key, tuned_runs_key): task, scheme, module and
-    # the options params set, each stage depending on its own; the rest stays short
+    # the composed items a study's stages loop over (StudyRecord.runs_key, tuned_runs_key): task, scheme and the
+    # options params set, each stage depending on its own; the rest stays short
     keys = [k for s in STUDIES for k in (s.runs_key, s.tuned_runs_key) if k]
     pairs = [composed[s.runs_key] for s in STUDIES if s.runs_key]
-    assert pairs[0]["translation-rope"] == {"task": "translation", "scheme": "rope", "module": "rope"}
-    assert pairs[0]["copy-t5"] == {"task": "copy", "scheme": "t5", "module": "t5",
+    assert pairs[0]["translation-rope"] == {"task": "translation", "scheme": "rope"}
+    assert pairs[0]["copy-t5"] == {"task": "copy", "scheme": "t5",
                                    "options": {"num_buckets": 48, "max_distance": 40}}
     assert pairs[1]["lm-hope"]["options"] == {"max_period": composed["lm"]["data"]["context"]}
-    assert pairs[1]["lm-gemma3"]["module"] == "layout" and pairs[1]["lm-rope_theta10"]["module"] == "rope"
     assert list(pairs[0]) == [f"{t}-{s}" for t in composed["tasks"] for s in main_schemes()]
     derived = len(yaml.safe_dump({k: composed[k] for k in keys}).splitlines())
     assert len(text.splitlines()) - derived <= 400

@@ -179,11 +179,12 @@ def test_repro_again_is_a_no_op(project):
     assert "Running stage" not in out
 
 
-def test_adding_a_scheme_or_a_spec_leaves_every_existing_stage_up_to_date(project, tmp_path):
-    """docs/extending.md's scheme recipe in a copy of the reproduced project: a module and its line, and a spec entry,
-    then `pelab pipeline`: `dvc status` names no prepare, run or tune stage (only check, aggregate and report, which
-    read every scheme); once both join the main study's list, it names their two run stages besides. (That no kept
-    run's fingerprint changes: tests/test_specs.py.)"""
+def test_adding_a_scheme_a_spec_or_a_switch_leaves_every_existing_stage_up_to_date(project, tmp_path):
+    """docs/extending.md's scheme and switch recipes in a copy of the reproduced project: a module and its line, a
+    spec entry, a switch module, then `pelab pipeline`: `dvc status` names no prepare, run or tune stage (only check,
+    aggregate and report, which read every scheme); once the two schemes and alibi with the switch (``alibi+half``)
+    join the main study's list, it names their run stages besides. (That no kept run's fingerprint and no scheme's
+    record changes: tests/test_specs.py.)"""
     copy = tmp_path / "repo"
     shutil.copytree(project, copy, symlinks=True)
     env = {**ENV, "PYTHONPATH": str(copy / "src")}  # the copy's code: its new module, its registry
@@ -199,13 +200,18 @@ def test_adding_a_scheme_or_a_spec_leaves_every_existing_stage_up_to_date(projec
         "        return -(q_pos[:, None] - k_pos[None, :]).abs().float()[None].expand(self.n_heads, -1, -1)\n")
     with (copy / "src/pelab/positional/schemes.yaml").open("a") as f:
         f.write("wobble: WobblePositionalEncoding\nrope_half: {of: rope, partial_rotary_factor: 0.5}\n")
+    (copy / "src/pelab/model/switches/half.py").write_text(
+        '"""``half``: each query\'s logits halved."""\n\nimport torch\n\nfrom pelab.model.switches.base import Switch\n\n'
+        'REFERENCE = "a test, https://example.org"\nSAYS = "logits halved"\n\n\nclass Half(Switch):\n'
+        "    def query_scale(self, seen, k_len):\n        return torch.full((1, self.n_heads, 1, 1), 0.5)\n\n\n"
+        "SWITCH = Half\n")
     subprocess.run(["pelab", "pipeline"], cwd=copy, env=env, check=True, capture_output=True)
     assert stale() <= {"check", "aggregate", "report"}
-    schemes = [*SCHEMES, "wobble", "rope_half"]
+    schemes = [*SCHEMES, "wobble", "rope_half", "alibi+half"]
     overrides = [o for o in OVERRIDES if not o.startswith("pe.schemes")] + [f"pe.schemes=[{','.join(schemes)}]"]
     subprocess.run(["pelab", "compose", *overrides, "--out", "params.yaml"], cwd=copy, env=env, check=True,
                    capture_output=True)
-    assert stale() - {"check", "aggregate", "report"} == trains(schemes=["wobble", "rope_half"])
+    assert stale() - {"check", "aggregate", "report"} == trains(schemes=["wobble", "rope_half", "alibi+half"])
 
 
 def test_editing_evaluation_code_rescores_that_task_and_trains_nothing(project):

@@ -103,6 +103,7 @@ import hashlib, json, sys, tempfile
 from pelab.compose import compose_params
 from pelab.pipeline.write import pipeline_files
 from pelab.runner.kept_runs import fingerprint
+from pelab.runner.scheme_records import scheme_record
 from pelab.studies import STUDIES
 composed = compose_params("conf", [])
 data = tempfile.mkdtemp()
@@ -110,6 +111,7 @@ pairs = {(t, s) for study in STUDIES for t in study.values(composed, study.tasks
          for s in study.values(composed, study.schemes_key)}
 from pelab.tasks import task_names
 print(json.dumps({"tasks": task_names(), "runs": {f"{t} {s}": fingerprint(data, t, s) for t, s in sorted(pairs)},
+                  "records": {s: scheme_record(s) for s in sorted({s for _, s in pairs})},
                   "pipelines": {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in pipeline_files().items()}}))
 """
 
@@ -124,6 +126,25 @@ class WobblePositionalEncoding(PositionalEncoding):
 '''
 
 
+NEW_SWITCH = '''"""``softcap``: a switch a contributor adds (tests/test_specs.py): each query's logits scaled down by 1/2."""
+
+import torch
+
+from pelab.model.switches.base import Switch
+
+REFERENCE = "a test's switch, https://example.org/softcap"
+SAYS = "each query's logits halved"
+
+
+class Half(Switch):
+    def query_scale(self, seen, k_len):
+        return torch.full((1, self.n_heads, 1, 1), 0.5)
+
+
+SWITCH = Half
+'''
+
+
 def _fingerprints(root: Path) -> dict:
     env = {"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin", "HOME": str(root)}
     out = subprocess.run([sys.executable, "-c", FINGERPRINTS], cwd=root, env=env, capture_output=True, text=True,
@@ -131,9 +152,9 @@ def _fingerprints(root: Path) -> dict:
     return json.loads(out.stdout)
 
 
-def test_adding_a_scheme_a_spec_a_task_or_a_problem_changes_no_kept_run_and_no_stage(tmp_path):
-    """The scheme, task and problem recipes (docs/extending.md) followed in a copy: a module and its line, a spec
-    entry, a task package, a length problem's module. Every
+def test_adding_a_scheme_a_spec_a_switch_a_task_or_a_problem_changes_no_kept_run_and_no_stage(tmp_path):
+    """The scheme, switch, task and problem recipes (docs/extending.md) followed in a copy: a module and its line, a
+    spec entry, a switch module and a spec naming it, a task package, a length problem's module. Every
     finished (task, scheme) of the default study keeps its fingerprint, and every study's pipeline file is as it was:
     no prepare, run or tune stage is stale (tests/test_pipeline_e2e.py asks `dvc status` the same)."""
     copy = tmp_path / "repo"
@@ -144,7 +165,10 @@ def test_adding_a_scheme_a_spec_a_task_or_a_problem_changes_no_kept_run_and_no_s
     before = _fingerprints(copy)
     (copy / "src/pelab/positional/wobble.py").write_text(NEW_SCHEME)
     with (copy / "src/pelab/positional/schemes.yaml").open("a") as f:
-        f.write("wobble: WobblePositionalEncoding\nrope_half: {of: rope, partial_rotary_factor: 0.5}\n")
+        f.write("wobble: WobblePositionalEncoding\nrope_half: {of: rope, partial_rotary_factor: 0.5}\n"
+                "rope_softcap: {of: rope, switches: [softcap]}\n")
+    # and a switch: a module of pelab/model/switches, which a spec names
+    (copy / "src/pelab/model/switches/softcap.py").write_text(NEW_SWITCH)
     # and a task: a package found by its TASKS (copy's, under another name: config, data, model, task, evaluate)
     shutil.copytree(ROOT / "src/pelab/tasks/copy", copy / "src/pelab/tasks/recopy",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -156,9 +180,15 @@ def test_adding_a_scheme_a_spec_a_task_or_a_problem_changes_no_kept_run_and_no_s
     (problems / "mirror.py").write_text((problems / "reverse.py").read_text().replace('name = "reverse"',
                                                                                        'name = "mirror"'))
     after = _fingerprints(copy)
+    spec = subprocess.run([sys.executable, "-c", "from pelab.positional import scheme_spec as s; "
+                           "print(s('rope_softcap').switches, s('alibi+softcap').switches)"], cwd=copy, text=True,
+                          env={"PYTHONPATH": str(copy / "src"), "PATH": "/usr/bin:/bin", "HOME": str(copy)},
+                          capture_output=True, check=True, timeout=300).stdout
+    assert spec.split() == ["('softcap',)", "('softcap',)"]  # found by its module
     new = {"recopy", "mirror", "mirror_causal"}
     assert [t for t in after["tasks"] if t not in new] == before["tasks"] and new <= set(after["tasks"])
     assert len(before["runs"]) > 400 and after["runs"] == before["runs"]
+    assert len(before["records"]) > 30 and after["records"] == before["records"]  # what run stages depend on
     # every study's stages as they were; only the root's (check, aggregate, report: they read every scheme) may list it
     studies = {rel: text for rel, text in before["pipelines"].items() if rel != "dvc.yaml"}
     assert len(studies) == 9 and {rel: after["pipelines"][rel] for rel in studies} == studies

@@ -158,7 +158,7 @@ def test_a_main_task_s_own_list_filters_pe_and_its_run_stages_are_exactly_those_
     runs = compose_params(repo_root / "conf", ["profile=smoke", "pe=[none,sinusoidal,alibi]",
                                                "+main_task_schemes.translation=[alibi,none,fire]"])["main_runs"]
     assert list(runs) == ["copy-none", "copy-sinusoidal", "copy-alibi", "translation-none", "translation-alibi"]
-    assert runs["translation-alibi"] == {"task": "translation", "scheme": "alibi", "module": "alibi"}
+    assert runs["translation-alibi"] == {"task": "translation", "scheme": "alibi"}
     runs = compose_params(repo_root / "conf", ["profile=smoke", "pe=[rope]", "tasks=[translation]",
                                                "+main_task_schemes.translation=[alibi]"])["main_runs"]
     assert runs == {}  # nothing of translation's window selected: no stage

@@ -12,8 +12,10 @@ from torch.testing import assert_close
 from pelab.model.attention import MultiHeadAttention, combine_attention_bias
 from pelab.model.config import ModelConfig
 from pelab.model.sequence import build_sequence_model
-from pelab.model.switches import SSMAX_INIT, Switches, install
-from pelab.positional import SCHEMES, build_positional_encoding, describe, scheme_names, scheme_options, switched_from
+from pelab.model.switches import Switches, install
+from pelab.model.switches.ssmax import INIT as SSMAX_INIT
+from pelab.positional import (SCHEMES, build_positional_encoding, describe, scheme_names, scheme_options, scheme_spec,
+                              switched_from)
 from pelab.positional.switched import SWITCHES, check_switches
 
 MODEL = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
@@ -58,7 +60,7 @@ def by_hand(attn: MultiHeadAttention, x: torch.Tensor, bias: torch.Tensor | None
         weights = logits.softmax(-1)
     out = weights @ v  # (B, H, T, Dh)
     if gate:
-        out = out * torch.sigmoid(attn.switches.gate(x)).unflatten(-1, (2, -1)).transpose(1, 2)
+        out = out * torch.sigmoid(attn.switches.gate.proj(x)).unflatten(-1, (2, -1)).transpose(1, 2)
     return attn.out_proj(out.transpose(1, 2).flatten(2)), weights
 
 
@@ -78,7 +80,7 @@ def test_ssmax_scales_each_query_s_logits_by_s_log_of_the_keys_it_sees(causal):
     bias = combine_attention_bias(None, q_len=6, k_len=6, causal=causal, key_padding_mask=None if causal else padding)
     n = (torch.arange(1, 7.0)[None, None, :, None] if causal
          else torch.tensor([6.0, 4.0])[:, None, None, None].expand(2, 1, 6, 1))
-    s = attn.switches.ssmax
+    s = attn.switches.ssmax.s
     out, weights = run(attn, x, bias)
     expected, expected_weights = by_hand(attn, x, bias, scale=s[None, :, None, None] * n.log())
     assert_close(out, expected)
@@ -87,10 +89,10 @@ def test_ssmax_scales_each_query_s_logits_by_s_log_of_the_keys_it_sees(causal):
 
 def test_ssmax_at_s_log_n_one_is_plain_attention_and_starts_at_the_paper_s_s():
     attn = attention(("ssmax",))
-    assert torch.equal(Switches(16, 2, ("ssmax",)).ssmax, torch.full((2,), SSMAX_INIT))
+    assert torch.equal(Switches(16, 2, ("ssmax",)).ssmax.s, torch.full((2,), SSMAX_INIT))
     x = torch.randn(2, 7, 16)
     with torch.no_grad():
-        attn.switches.ssmax.fill_(1 / math.log(7))  # every query of a bidirectional row sees 7 keys
+        attn.switches.ssmax.s.fill_(1 / math.log(7))  # every query of a bidirectional row sees 7 keys
     plain = attention(())
     assert_close(run(attn, x, None)[0], run(plain, x, None)[0])
 
@@ -101,12 +103,12 @@ def test_the_sink_is_gpt_oss_s_extra_logit_and_its_weights_leave_the_rest(causal
     x = torch.randn(2, 5, 16)
     bias = combine_attention_bias(None, q_len=5, k_len=5, causal=causal)
     out, weights = run(attn, x, bias)
-    expected, expected_weights = by_hand(attn, x, bias, sink=attn.switches.sink)
+    expected, expected_weights = by_hand(attn, x, bias, sink=attn.switches.sink.logit)
     assert_close(out, expected)
     assert_close(weights, expected_weights)
     assert weights.shape == (2, 2, 5, 5) and bool((weights.sum(-1) < 1).all())
     with torch.no_grad():
-        attn.switches.sink.fill_(-1e4)  # a sink nothing reaches: plain attention
+        attn.switches.sink.logit.fill_(-1e4)  # a sink nothing reaches: plain attention
     assert_close(run(attn, x, bias)[0], run(attention(()), x, bias)[0])
 
 
@@ -115,8 +117,8 @@ def test_the_gate_multiplies_each_head_s_channels_by_a_sigmoid_of_the_query_s_in
     x = torch.randn(2, 5, 16)
     assert_close(run(attn, x, None)[0], by_hand(attn, x, None, gate=True)[0])
     with torch.no_grad():  # a gate always open: plain attention
-        attn.switches.gate.weight.zero_()
-        attn.switches.gate.bias.fill_(1e4)
+        attn.switches.gate.proj.weight.zero_()
+        attn.switches.gate.proj.bias.fill_(1e4)
     assert_close(run(attn, x, None)[0], run(attention(()), x, None)[0])
 
 
@@ -125,8 +127,8 @@ def test_all_three_together_are_each_in_turn():
     x = torch.randn(2, 6, 16)
     bias = combine_attention_bias(None, q_len=6, k_len=6, causal=True)
     n = torch.arange(1, 7.0)[None, None, :, None]
-    expected, _ = by_hand(attn, x, bias, scale=attn.switches.ssmax[None, :, None, None] * n.log(),
-                          sink=attn.switches.sink, gate=True)
+    expected, _ = by_hand(attn, x, bias, scale=attn.switches.ssmax.s[None, :, None, None] * n.log(),
+                          sink=attn.switches.sink.logit, gate=True)
     assert_close(run(attn, x, bias)[0], expected)
 
 
@@ -170,6 +172,48 @@ def test_the_registered_switched_schemes_are_rope_with_one_switch_each():
         assert SWITCHES[switch].split(",")[0] in describe(pe, None)  # the report names the switch and its source
 
 
+def test_a_scheme_plus_a_switch_is_the_switch_as_an_axis_beside_any_scheme():
+    """``rope+ssmax`` is the spec ``rope_ssmax`` bit for bit; ``alibi+sink+gate`` ALiBi with two switches, its other
+    weights ALiBi's; a name with an unknown switch or base fails in one line naming the valid choices."""
+    assert scheme_spec("rope+ssmax").training_record() == scheme_spec("rope_ssmax").training_record()
+    x = rows()
+    for causal in (False, True):
+        axis, spec = model_of("rope+ssmax", causal), model_of("rope_ssmax", causal)
+        assert all(torch.equal(p, q) for p, q in zip(axis.state_dict().values(), spec.state_dict().values()))
+        positions = axis.positions(x.shape[1], "cpu")
+        with torch.no_grad():
+            assert torch.equal(axis(x, positions)[0], spec(x, positions)[0])
+    both = scheme_spec("alibi+sink+gate")
+    assert both.switches == ("gate", "sink") and both.cls is SCHEMES["alibi"].cls and switched_from(both.name) == "alibi"
+    model, plain = model_of("alibi+sink+gate", True), model_of("alibi", True)
+    assert all(torch.equal(p, dict(plain.named_parameters())[n]) for n, p in model.named_parameters()
+               if ".switches." not in n)
+    pe = build_positional_encoding("alibi+sink", d_model=16, n_heads=2, causal=True)
+    assert pe.name == "alibi+sink" and "gpt-oss" in describe(pe, None)
+    with pytest.raises(ValueError, match=r"unknown switch\(es\) \['softcap'\] in scheme 'rope\+softcap'; valid "
+                                         r"switches: gate, sink, ssmax$"):
+        scheme_spec("rope+softcap")
+    with pytest.raises(ValueError, match=r"unknown positional scheme 'roper\+sink'; valid choices: none, .*"
+                                         r"\(or <scheme>\+<switch>, switches: gate, sink, ssmax\)$"):
+        scheme_spec("roper+sink")
+    with pytest.raises(ValueError, match=r"'rope_sink\+sink' adds no switch to 'rope_sink'"):
+        scheme_spec("rope_sink+sink")
+
+
+def test_each_switch_is_a_module_with_its_record():
+    """Found by convention: every module of ``pelab/model/switches`` but the base is a switch, its record its own."""
+    from pathlib import Path
+
+    from pelab.model.switches import switch_class
+    from pelab.model.switches.base import Switch
+    from pelab.positional.switched import FOLDER, switch_records
+
+    names = sorted(p.stem for p in Path(FOLDER).glob("*.py") if p.stem not in ("__init__", "base"))
+    assert list(switch_records()) == names == ["gate", "sink", "ssmax"]
+    for name, record in switch_records().items():
+        assert issubclass(switch_class(name), Switch) and record.reference.count("http") == 1 and record.says
+
+
 def test_the_translation_model_switches_self_attention_only():
     from pelab.tasks.translation.config import Seq2SeqConfig
     from pelab.tasks.translation.model import build_seq2seq_model
@@ -181,9 +225,9 @@ def test_the_translation_model_switches_self_attention_only():
 
 
 def test_an_unknown_switch_is_refused_in_one_line():
-    assert check_switches(["gate", "ssmax"], "x") == ("ssmax", "gate")
-    with pytest.raises(ValueError, match=r"unknown switch\(es\) \['softcap'\] in rope_x; valid switches: ssmax, "
-                                         r"sink, gate"):
+    assert check_switches(["ssmax", "gate"], "x") == ("gate", "ssmax")  # the switches' order: their modules' names
+    with pytest.raises(ValueError, match=r"unknown switch\(es\) \['softcap'\] in rope_x; valid switches: gate, "
+                                         r"sink, ssmax"):
         check_switches(["softcap"], "rope_x")
 
 

@@ -15,8 +15,9 @@ follow meaning:
   and none for a stage that builds no scheme (``NO_SCHEME``: prepare). ``schemes.yaml`` itself is never a file of
   the closure: a stage depends on its scheme's entry, and a kept run hashes it (``registry.SchemeSpec``);
 * likewise the task registry (``tasks/__init__.py``) finds every task package by convention and imports it by name:
-  only the stage's task's package is followed (every one's for a stage of any task), and the length study's problem
-  registry (``tasks/length/data/problems/__init__.py``) only the stage's task's problem module.
+  only the stage's task's package is followed (every one's for a stage of any task), the length study's problem
+  registry (``tasks/length/data/problems/__init__.py``) only the stage's task's problem module, and the switches'
+  (``model/switches/__init__.py``) only the switches the stage's scheme names.
 
 A stage without a task or scheme (check, aggregate, report) may reach any of them. (The length study's stages run
 every scheme of a list: they follow none, ``NO_SCHEME``, and read the check stage's record of the listed schemes and
@@ -42,6 +43,7 @@ NO_SCHEME = ""
 REGISTRY = PACKAGE / "positional/registry.py"
 TASK_REGISTRY = PACKAGE / "tasks/__init__.py"
 PROBLEM_REGISTRY = PACKAGE / "tasks/length/data/problems/__init__.py"
+SWITCH_REGISTRY = PACKAGE / "model/switches/__init__.py"
 
 
 def module_file(name: str) -> Path | None:
@@ -116,14 +118,34 @@ def _training_source(text: str) -> bytes:
     return ast.unparse(tree).encode()
 
 
-def scheme_modules(scheme: str | None) -> set[str]:
-    """The modules the registry imports by name for a stage of ``scheme`` (module docstring)."""
-    from pelab.positional.registry import SCHEMES
+def _specs(scheme: str | None) -> list:
+    """The specs a stage of ``scheme`` builds: its own and ``none``'s (module docstring); every one's for None."""
+    from pelab.positional.registry import SCHEMES, scheme_spec
 
     if scheme == NO_SCHEME:
-        return set()
-    names = SCHEMES if scheme is None else [scheme, "none"]
-    return {SCHEMES[name].module for name in names if name in SCHEMES}
+        return []
+    if scheme is None:
+        return list(SCHEMES.values())
+    try:
+        return [scheme_spec(scheme), SCHEMES["none"]]
+    except ValueError:  # a name no registry holds: the check stage says so
+        return []
+
+
+def scheme_modules(scheme: str | None) -> set[str]:
+    """The modules the registry imports by name for a stage of ``scheme`` (module docstring)."""
+    return {spec.module for spec in _specs(scheme)}
+
+
+def switch_modules(scheme: str | None) -> set[str]:
+    """The switch modules ``pelab.model.switches`` imports by name for a stage of ``scheme``: its switches' (every
+    switch's for None, none for ``NO_SCHEME``)."""
+    package = ".".join(SWITCH_REGISTRY.relative_to(SRC).parent.parts)
+    if scheme is None:
+        from pelab.positional.switched import SWITCHES
+
+        return {f"{package}.{name}" for name in SWITCHES}
+    return {f"{package}.{name}" for spec in _specs(scheme) for name in spec.switches}
 
 
 def task_modules(task: str | None) -> set[str]:
@@ -163,6 +185,8 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
             names |= task_modules(task)  # likewise the task packages (``pelab.tasks``)
         elif path == PROBLEM_REGISTRY:
             names |= problem_modules(task)  # and the length study's problems
+        elif path == SWITCH_REGISTRY:
+            names |= switch_modules(scheme)  # and the switches, as the stage's scheme names them
         for name in names:
             found = module_file(name)
             if found is not None:

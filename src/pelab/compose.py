@@ -56,14 +56,13 @@ def checked_study_lists(*, _root_: Any) -> str:
 
 def study_runs(name: str, kind: str = "run", *, _root_: Any) -> Any:
     """The resolver of conf/config.yaml's ``<study>_runs`` and ``<study>_tuned_runs`` (``StudyRecord.runs_key``,
-    ``tuned_runs_key``; ``kind`` "run" or "tune"): {"<task>-<scheme>": {"task": task, "scheme": scheme, "module": the
-    module of its scheme's class, "options": its options where params set some}} for every task of study ``name`` (of
+    ``tuned_runs_key``; ``kind`` "run" or "tune"): {"<task>-<scheme>": {"task": task, "scheme": scheme, "options": its
+    options where params set some}} for every task of study ``name`` (of
     its tune list for "tune") and every scheme it runs (the study's list, filtered by the task's own list where it has
     one), in list order: what its stages' DVC foreach reads, each stage depending on its own item. A malformed list,
     an unknown scheme, is left to the check stage, which names it."""
     from omegaconf import OmegaConf
 
-    from pelab.scheme_file import module_of
     from pelab.studies import STUDIES
 
     study = next(s for s in STUDIES if s.name == name)
@@ -89,8 +88,7 @@ def study_runs(name: str, kind: str = "run", *, _root_: Any) -> Any:
     def item(task: str, scheme: str) -> dict[str, Any]:
         # as the task reads them (``Task.config``): the task section's keys over ``positional.<scheme>``'s
         options = {**options_in("positional", scheme), **options_in(f"{study.section(task)}.positional", scheme)}
-        module = module_of(scheme) or scheme
-        return {"task": str(task), "scheme": str(scheme), "module": module, **({"options": options} if options else {})}
+        return {"task": str(task), "scheme": str(scheme), **({"options": options} if options else {})}
 
     # a config node, not a dict: DVC resolves the composition in place (OmegaConf.resolve)
     return OmegaConf.create({f"{t}-{s}": item(t, s) for t in tasks

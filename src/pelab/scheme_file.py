@@ -33,7 +33,21 @@ def class_path(name: str, entry: Any, path: Path = SCHEMES_FILE) -> str:
     return f"{of}.{base}"
 
 
+def entry_of(name: str, path: Path = SCHEMES_FILE) -> Any:
+    """Scheme ``name``'s entry: the file's, or for ``<scheme>+<switch>[+<switch>…]`` (the switches as an axis beside
+    any scheme: ``alibi+sink``) the scheme's entry with those switches added; None for a name neither gives."""
+    entry = entries(path).get(name)
+    if entry is not None or "+" not in name:
+        return entry
+    base, *switches = name.split("+")
+    entry = entries(path).get(base)
+    if entry is None:
+        return None
+    entry = {"of": base} if isinstance(entry, str) else dict(entry)
+    return {**entry, "switches": [*entry.get("switches", ()), *switches]}
+
+
 def module_of(name: str, path: Path = SCHEMES_FILE) -> str | None:
     """The module (``rope``) of scheme ``name``'s class, or None for a name the file does not hold."""
-    entry = entries(path).get(name)
+    entry = entry_of(name, path)
     return None if entry is None else class_path(name, entry, path).rsplit(".", 1)[0]

@@ -158,7 +158,7 @@ class MultiHeadAttention(nn.Module):
             attn_bias = attn_bias.to(q.dtype)
         switches = self.switches
         seen = attn_bias  # the keys each query sees: the masks', and those the scheme's own logits drop (−inf)
-        if logits is not None and "ssmax" in switches.names:  # StreamingLLM's cache drops keys in its logits
+        if logits is not None and switches.counts_keys:  # SSMax: StreamingLLM's cache drops keys in its logits
             dropped = torch.zeros_like(logits).masked_fill(~torch.isfinite(logits), float("-inf"))
             seen = dropped if attn_bias is None else dropped + attn_bias
         scale = switches.query_scale(seen, k.shape[-2])  # SSMax: (B|1, H, Tq, 1), or None

@@ -30,9 +30,8 @@ HEADER = """\
 # this file is not what that command writes. Every path a stage reads or writes is named here.
 """
 TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
-MODULE = "${item.module}"  # the module of the item's scheme's class (``StudyRecord.runs_key``'s items)
 SCHEMES_FILE = "src/pelab/positional/schemes.yaml"  # never a whole-file dependency of a run stage (pelab.closure)
-SCHEME_RECORDS = "reports/schemes"  # the check stage's record of each per-task study's schemes (runner.scheme_records)
+SCHEME_RECORDS = "reports/schemes"  # the check stage's records of what each scheme is trained from (runner.scheme_records)
 WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
 CHECKED = "reports/params_checked.txt"  # the check stage's output, which every prepare stage reads
 
@@ -52,10 +51,11 @@ COMMENTS = {
            "seed_<k>/) with the per-run probe. Finished runs are also kept under .kept/ (not an output: DVC deletes\n"
            "outputs before a rerun), so adding a seed trains only that seed, a killed stage resumes from the state it\n"
            "saves there, and a change that only evaluation reads restores every run and scores it again\n"
-           "(pelab/runner/kept_runs.py). Depends on its scheme's module (and those it imports), its scheme's entry in\n"
-           "src/pelab/positional/schemes.yaml (never the whole file: adding a scheme re-runs no stage) and the params\n"
-           "it reads: the task's model, train and eval sections and its item (task, scheme, the scheme's module and\n"
-           "its options where params set some: `positional.<scheme>` under `<task>.positional.<scheme>`). Its live\n"
+           "(pelab/runner/kept_runs.py). Depends on the check stage's record of its scheme (reports/schemes/each/\n"
+           "<scheme>.json: its entry in src/pelab/positional/schemes.yaml and the sha256 of its class's and switches'\n"
+           "modules, which are found by name: adding a scheme or a switch re-runs no stage), the code every scheme\n"
+           "runs, and the params it reads: the task's model, train and eval sections and its item (task, scheme, its\n"
+           "options where params set some: `positional.<scheme>` under `<task>.positional.<scheme>`). Its live\n"
            "curves (loss, lr, val_loss) are cached like any output: DVC's run cache restores a stage only if every\n"
            "output can be restored.",
     "tune": "Per-scheme learning rates (pelab/runner/tune.py), for the tasks of the study's tune list: seed tune.seed\n"
@@ -95,7 +95,7 @@ def _resources(folder: Path) -> frozenset[Path]:
     out: set[Path] = set()
     for path in folder.iterdir():
         if path == ROOT / SCHEMES_FILE:
-            continue  # read entry by entry: a stage's params dependency on its scheme's entry
+            continue  # read entry by entry, through the check stage's records of the schemes (runner.scheme_records)
         if path.is_file() and path.suffix != ".py":
             out.add(path)
         elif path.is_dir() and path.name != "__pycache__" and not any(path.rglob("*.py")):
@@ -127,39 +127,30 @@ def compress(files: set[Path]) -> set[Path]:
     return out
 
 
-def template(path: Path, task: str | None, scheme: str | None, task_var: str) -> str:
-    """``path`` relative to the repository, with the item's own task folder and its scheme's module as variables."""
-    from pelab.positional import scheme_spec
-
+def template(path: Path, task: str | None, task_var: str) -> str:
+    """``path`` relative to the repository, with the item's own task folder as a variable."""
     text = path.relative_to(ROOT).as_posix()
     if task is not None:
         folder = f"src/pelab/tasks/{task}"
         if text == folder or text.startswith(folder + "/"):
             text = f"src/pelab/tasks/{task_var}{text[len(folder):]}"
-    if scheme is not None and path == module_file(scheme_spec(scheme).module):
-        text = f"src/pelab/positional/{MODULE}.py"
     return text
 
 
-def code_deps(script: str, study: StudyRecord, per_scheme: bool, evaluation: bool, task_var: str = TASK,
-              scheme_var: bool = True) -> list[str]:
-    """The code dependencies of a stage group of ``study`` that runs ``stages/<script>``: the union, over its tasks
-    (and every registered scheme when ``per_scheme``), of the script's closure, templated (a scheme's module as
-    ``${item.module}``); without ``per_scheme`` or ``scheme_var``, the closure of no scheme (prepare builds none; a
-    stage running every scheme of a list depends on the check stage's record of them instead, ``SCHEME_RECORDS``). A
-    templated path that some task lacks becomes its task folder."""
-    from pelab.positional import scheme_names
-
+def code_deps(script: str, study: StudyRecord, evaluation: bool, task_var: str = TASK) -> list[str]:
+    """The code dependencies of a stage group of ``study`` that runs ``stages/<script>``: the union, over its tasks,
+    of the script's closure for no scheme, templated (a task's own folder as ``task_var``). What the registries import
+    by name for a scheme (its class's module, its switches') and a task's problem are in the check stage's records
+    instead (``SCHEME_RECORDS``, ``runner.scheme_records``). A templated path that some task lacks becomes its task
+    folder."""
     per_task = study.package is None
     tasks = registered_tasks(study)
     entries: set[str] = set()
     for task in tasks:
-        for scheme in (scheme_names() if per_scheme and scheme_var else [NO_SCHEME]):
-            found = closure(ROOT / "stages" / script, task, scheme, evaluation)
-            if not study.per_scheme:  # a study of a stage per task: its problem's module is in the check stage's record
-                found -= {module_file(m) for m in problem_modules(task)}
-            found = compress(found)
-            entries |= {template(p, task if per_task else None, scheme or None, task_var) for p in found}
+        found = closure(ROOT / "stages" / script, task, NO_SCHEME, evaluation)
+        if not study.per_scheme:  # a study of a stage per task: its problem's module is in the check stage's record
+            found -= {module_file(m) for m in problem_modules(task)}
+        entries |= {template(p, task if per_task else None, task_var) for p in compress(found)}
     if per_task:
         entries = {_widen(e, tasks, task_var) for e in entries}
     return _ordered(_compress_union(entries))
@@ -203,7 +194,7 @@ def prepare_stage(study: StudyRecord) -> dict[str, Any]:
             "wdir": WDIR,
             "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
             "deps": [CHECKED, *([] if study.per_scheme else [problem_record_file(study)]),
-                     *code_deps("prepare.py", study, False, False, task_var=ITEM), *study.corpora],
+                     *code_deps("prepare.py", study, False, task_var=ITEM), *study.corpora],
             "params": [f"{study.package or ITEM}.data"],
             "outs": [f"data/{ITEM}"],
         },
@@ -215,15 +206,17 @@ def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
     the composed pairs where the study's tasks may have lists of their own, ``StudyRecord.runs_key``)."""
     section = study.package or TASK
     run = f"{TASK}/{SCHEME}"
-    # the item itself (task, scheme, its module, its options where params set some) and its scheme's entry
+    from pelab.runner.scheme_records import EACH
+
+    # the item itself (task, scheme, its options where params set some) and the check stage's record of its scheme
     read = ["seeds", f"{section}.model", f"{section}.train", f"{section}.eval"]
-    own = {SCHEMES_FILE: [SCHEME]}
+    record = f"{SCHEME_RECORDS}/{EACH}/{SCHEME}.json"
     body = {
         "wdir": WDIR,
         "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
                f"--live dvclive --results results",
-        "deps": [f"data/{TASK}", *code_deps("run.py", study, True, True)],
-        "params": [*read, f"{study.runs_key}.${{key}}", own],
+        "deps": [f"data/{TASK}", record, *code_deps("run.py", study, True)],
+        "params": [*read, f"{study.runs_key}.${{key}}"],
         "outs": [f"runs/{run}", f"results/{run}"],
         "plots": [{f"dvclive/{run}": {"x": "step"}}],
     }
@@ -234,8 +227,8 @@ def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
             "wdir": WDIR,
             "cmd": f"python stages/tune.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs/tuned "
                    f"--sweeps runs/sweep --results results/tuned",
-            "deps": [f"data/{TASK}", *code_deps("tune.py", study, True, True)],
-            "params": [*read[:1], "tune.scales", "tune.seed", *read[1:], f"{study.tuned_runs_key}.${{key}}", own],
+            "deps": [f"data/{TASK}", record, *code_deps("tune.py", study, True)],
+            "params": [*read[:1], "tune.scales", "tune.seed", *read[1:], f"{study.tuned_runs_key}.${{key}}"],
             "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}", f"results/tuned/{run}"],
         }},
     }
@@ -258,7 +251,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "cmd": f"python stages/run.py --task {ITEM} --data data/{ITEM} --runs runs --live dvclive "
                        f"--results results",
                 "deps": [f"data/{ITEM}", *record,
-                         *code_deps("run.py", study, True, True, task_var=ITEM, scheme_var=False)],
+                         *code_deps("run.py", study, True, task_var=ITEM)],
                 "params": read,
                 "outs": [f"runs/{ITEM}", f"results/{ITEM}"],
                 "plots": [{f"dvclive/{ITEM}": {"x": "step"}}],
@@ -271,7 +264,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "cmd": f"python stages/tune.py --task {ITEM} --data data/{ITEM} --runs runs/tuned --sweeps runs/sweep "
                        f"--results results/tuned",
                 "deps": [f"data/{ITEM}", *record,
-                         *code_deps("tune.py", study, True, True, task_var=ITEM, scheme_var=False)],
+                         *code_deps("tune.py", study, True, task_var=ITEM)],
                 "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
                 "outs": [f"runs/tuned/{ITEM}", f"runs/sweep/{ITEM}", f"results/tuned/{ITEM}"],
             },
@@ -291,6 +284,7 @@ def problem_record_file(study: StudyRecord) -> str:
 
 def root_stages() -> dict[str, dict[str, Any]]:
     """check, before every other stage; aggregate and report: over every study's runs and results."""
+    from pelab.runner.scheme_records import EACH
     from pelab.tasks import task_names
 
     sections = list(dict.fromkeys(study_of_task(t).package or t for t in task_names()))
@@ -302,8 +296,8 @@ def root_stages() -> dict[str, dict[str, Any]]:
             # every key of params.yaml (`pe`: the scheme selection, with its list)
             "params": _outermost(["profile", "pe", *study_keys, "seeds", "reference", "device", "tune", "positional",
                                   *sections]),
-            "outs": [CHECKED, *(f for s in STUDIES if not s.per_scheme for f in (scheme_record_file(s),
-                                                                                  problem_record_file(s)))],
+            "outs": [CHECKED, f"{SCHEME_RECORDS}/{EACH}",
+                     *(f for s in STUDIES if not s.per_scheme for f in (scheme_record_file(s), problem_record_file(s)))],
         },
         "aggregate": {
             "cmd": "python stages/aggregate.py --runs runs --results results --metrics reports/metrics "

@@ -25,8 +25,9 @@ from typing import Any
 
 from pelab.positional.base import PositionalEncoding, Usage, validated_options
 from pelab.positional.randomized import RandomizedPositions, randomized_options
-from pelab.positional.switched import check_switches, switches_sentence
+from pelab.positional.switched import SWITCHES, check_switches, switches_sentence
 from pelab.scheme_file import SCHEMES_FILE, class_path, entries
+
 PACKAGE = "pelab.positional"
 SPEC_KEYS = ("of", "switches", "randomized", "about")  # a spec's own keys; the rest are option defaults
 
@@ -103,19 +104,38 @@ def scheme_names() -> list[str]:
 
 
 def check_scheme(name: str) -> str:
-    if name not in SCHEMES:
-        raise ValueError(f"unknown positional scheme {name!r}; valid choices: {', '.join(scheme_names())}")
+    if name not in SCHEMES and _switched(name) is None:
+        raise ValueError(f"unknown positional scheme {name!r}; valid choices: {', '.join(scheme_names())} "
+                         f"(or <scheme>+<switch>, switches: {', '.join(SWITCHES)})")
     return name
 
 
 def scheme_spec(name: str) -> SchemeSpec:
-    return SCHEMES[check_scheme(name)]
+    return SCHEMES.get(name) or _switched(check_scheme(name))
+
+
+_SWITCHED: dict[str, SchemeSpec] = {}
+
+
+def _switched(name: str) -> SchemeSpec | None:
+    """``<scheme>+<switch>[+…]``: the switches as an axis beside any registered scheme (``scheme_file.entry_of``),
+    built once (its base may be a plugin's); None where the part before ``+`` is no scheme. An unknown switch fails in one line."""
+    if name not in _SWITCHED:
+        base, *added = name.split("+")
+        if not added or base not in SCHEMES:
+            return None
+        spec = SCHEMES[base]
+        switches = check_switches([*spec.switches, *added], f"scheme {name!r}")
+        if switches == spec.switches:
+            raise ValueError(f"{name!r} adds no switch to {base!r}; switches: {', '.join(SWITCHES)}")
+        _SWITCHED[name] = SchemeSpec(name, spec.cls, dict(spec.defaults), switches, spec.randomized, spec.about)
+    return _SWITCHED[name]
 
 
 def scheme_of(pe: PositionalEncoding) -> str:
     """The registry name a built scheme was built as (``build_positional_encoding``)."""
     name = getattr(pe, "name", None)
-    if name not in SCHEMES:
+    if not isinstance(name, str) or (name not in SCHEMES and _switched(name) is None):
         raise ValueError(f"{type(pe).__name__} was not built from the registry; valid choices: "
                          f"{', '.join(scheme_names())}")
     return name

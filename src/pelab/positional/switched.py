@@ -1,23 +1,48 @@
-"""The switches against attention dilution (``pelab.model.switches`` builds them), one record each: its name, its
-reference and what it does. A scheme takes them as a spec's ``switches`` (``schemes.yaml``: ``rope_sink: {of: rope,
-switches: [sink]}``): its positions, options and evaluation-time variants unchanged, the model's self-attention
-switched. A new pairing is one entry there; a new switch one record here and its hook in ``model.switches``.
+"""The switches against attention dilution as records, read without torch: each switch is the module
+``pelab/model/switches/<name>.py`` (found by convention: ``pelab.model.switches`` builds them), whose ``REFERENCE``
+and ``SAYS`` are its record. A scheme takes them as a spec's ``switches`` (``schemes.yaml``: ``rope_sink: {of: rope,
+switches: [sink]}``) or as ``<scheme>+<switch>`` anywhere a scheme is named: its positions, options and
+evaluation-time variants unchanged, the model's self-attention switched. A new switch is one module there.
 """
 
 from __future__ import annotations
 
-# every switch (``pelab.model.switches`` builds them), in the order a scheme lists them, with its reference
-SWITCHES: dict[str, str] = {
-    "ssmax": "Nakanishi 2025, Scalable-Softmax Is Superior for Attention, https://arxiv.org/abs/2501.19399",
-    "sink": "OpenAI 2025, gpt-oss (learned attention sinks), https://github.com/openai/gpt-oss",
-    "gate": "Qiu et al. 2025, Gated Attention for Large Language Models, https://arxiv.org/abs/2505.06708",
-}
+import ast
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
-_SAYS = {
-    "ssmax": "SSMax: each query's logits scaled by s·log n (n the keys it sees, s learned per layer and head, from 0.43)",
-    "sink": "a learned sink logit per head (a key with no value: the weights may sum to less than 1)",
-    "gate": "a sigmoid output gate per head and channel, from the query's hidden state",
-}
+FOLDER = Path(__file__).resolve().parent.parent / "model/switches"  # src/pelab/model/switches
+NOT_SWITCHES = ("__init__", "base")
+
+
+@dataclass(frozen=True)
+class SwitchRecord:
+    name: str
+    reference: str  # the paper or code it follows, with its address
+    says: str  # what it does, for the sentence that states a switched scheme's setup
+
+
+@cache
+def switch_records(folder: Path = FOLDER) -> dict[str, SwitchRecord]:
+    """{name: its record} for every switch module of ``folder``, by name (the order a scheme's switches take)."""
+    records = {}
+    for path in sorted(folder.glob("*.py")):
+        if path.stem in NOT_SWITCHES:
+            continue
+        values = {}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = node.value
+        try:
+            reference, says = (ast.literal_eval(values[key]) for key in ("REFERENCE", "SAYS"))
+        except (KeyError, ValueError):
+            raise ValueError(f"{path}: a switch module states REFERENCE and SAYS as string constants") from None
+        records[path.stem] = SwitchRecord(path.stem, str(reference), str(says))
+    return records
+
+
+SWITCHES: dict[str, str] = {name: r.reference for name, r in switch_records().items()}
 
 
 def check_switches(names: tuple[str, ...] | list[str], where: str) -> tuple[str, ...]:
@@ -30,4 +55,5 @@ def check_switches(names: tuple[str, ...] | list[str], where: str) -> tuple[str,
 
 def switches_sentence(names: tuple[str, ...]) -> str:
     """What ``names`` do and their references, for the sentence that states a switched scheme's setup."""
-    return f"{'; '.join(_SAYS[s] for s in names)} ({'; '.join(SWITCHES[s] for s in names)})"
+    records = switch_records()
+    return f"{'; '.join(records[s].says for s in names)} ({'; '.join(records[s].reference for s in names)})"
