@@ -66,9 +66,10 @@ def smoke_params(tmp_path: Path, **changes):
 
 
 def study_of(params):
-    """The study as the report reads it: ``Params.to_dict`` through JSON (reports/study.json), as ``Study``."""
+    """The study as the report reads it: reports/study.json (``aggregate.study_record``) through JSON, as ``Study``."""
     import json
 
+    from pelab.aggregate import study_record
     from pelab.report.study import Study
 
-    return Study(json.loads(json.dumps(params.to_dict())))
+    return Study(json.loads(json.dumps(study_record(params))))

@@ -192,3 +192,29 @@ def test_adding_a_scheme_a_spec_a_switch_a_task_or_a_problem_changes_no_kept_run
     # every study's stages as they were; only the root's (check, aggregate, report: they read every scheme) may list it
     studies = {rel: text for rel, text in before["pipelines"].items() if rel != "dvc.yaml"}
     assert len(studies) == 9 and {rel: after["pipelines"][rel] for rel in studies} == studies
+
+
+def test_each_problem_states_itself_and_the_report_names_none(tmp_path):
+    """A length problem's statement is its module's docstring (``Problem.statement``), which the report prints through
+    reports/study.json; no report module or template names a problem, and editing the statement changes no kept
+    run's fingerprint (``closure.training_source`` leaves a module's docstring out)."""
+    from pelab.closure import training_source
+    from pelab.tasks import get_task
+    from pelab.tasks.length.data.problems import PROBLEMS
+
+    for name, problem in PROBLEMS.items():
+        said = get_task(name).statement()
+        assert said == get_task(f"{name}_causal").statement() == {
+            "problem": name, "statement": problem.statement, "retrieval": problem.retrieval}
+        assert problem.statement.startswith("**") and "http" in problem.statement, name  # a title and its source
+    assert [n for n, p in PROBLEMS.items() if p.retrieval] == ["recall"]
+    for path in (ROOT / "src/pelab/report").rglob("*"):
+        if path.suffix in (".py", ".md"):
+            text = path.read_text()
+            assert not [n for n in PROBLEMS for q in '"\'`' if f"{q}{n}" in text], path
+    recall = ROOT / "src/pelab/tasks/length/data/problems/recall.py"
+    text = recall.read_text()
+    edited = text.replace("**Associative recall**", "**Associative recall, restated**", 1)
+    assert edited != text
+    (tmp_path / "recall.py").write_text(edited)
+    assert training_source(tmp_path / "recall.py") == training_source(recall)

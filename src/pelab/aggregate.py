@@ -103,12 +103,19 @@ def curve_means(curves: pd.DataFrame, value: str) -> pd.DataFrame:
     return grouped.mean().reset_index().rename(columns={"pe": "scheme"})
 
 
+def study_record(params: Params) -> dict:
+    """reports/study.json: the study's params as plain data (``Params.to_dict``) and what each task says of itself
+    (``Task.statement``: a length problem's statement), what the report reads instead of running task code."""
+    statements = {t: said for t in params.tasks if (said := get_task(t).statement())}
+    return {**params.to_dict(), "task_statements": statements}
+
+
 def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: Path, summary_path: Path,
               records_path: Path, plots_dir: Path, study_path: Path | None = None,
               tuning_path: Path | None = None) -> None:
     """Write metrics_dir/<task>/<scheme>.json (key metrics), summary_path (every headline statistic),
     records_path (every record), plots_dir (curves for ``dvc plots``), study_path (the study's params as plain
-    data, ``Params.to_dict``: what the report reads instead of running the params' task code) and tuning_path (the
+    data, ``Params.to_dict``, and each task's ``statement``: what the report reads instead of running task code) and tuning_path (the
     ranking at the shared and at the tuned learning rates, ``pelab.tuned_ranking``)."""
     records = load_records(params, runs_root, results_root)
     curves = load_curves(params, runs_root)
@@ -119,7 +126,7 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
                 io.write_json(tmp / task / f"{scheme}.json", entry)
     io.write_json(summary_path, summary)
     if study_path is not None:
-        io.write_json(study_path, params.to_dict())
+        io.write_json(study_path, study_record(params))
     if tuning_path is not None:
         io.write_json(tuning_path, tuning_table(params, runs_root, results_root))
     records_path.parent.mkdir(parents=True, exist_ok=True)

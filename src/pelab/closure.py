@@ -37,7 +37,8 @@ ROOT = SRC.parent  # the repository: stages/ and src/
 # runner.recalibrate): never what a run is trained from
 EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluate_recalibrated", "recalibrations", "recalibration",
                       "recalibration_validation", "recalibrated_model")
-AGGREGATION_METHODS = ("paired_records",)  # a task's statistics across runs: only stages without a task run them
+# a task's statistics across runs and what it says of itself in the report: only stages without a task run them
+AGGREGATION_METHODS = ("paired_records", "statement")
 # ``closure``'s scheme for a stage that builds none (prepare), or whose schemes a record covers: none is followed
 NO_SCHEME = ""
 REGISTRY = PACKAGE / "positional/registry.py"
@@ -91,14 +92,24 @@ def imports(path: Path, evaluation: bool, aggregation: bool = False) -> frozense
 
 
 def training_source(path: Path) -> bytes:
-    """What training executes of a module: its text, or, where it defines one of a task's scoring and aggregation
-    methods (``EVALUATION_METHODS``, ``AGGREGATION_METHODS``), its code less those methods, its docstrings, comments
-    and layout (``ast.unparse``). What a kept run's fingerprint hashes (``runner.kept_runs``), so that editing a task's
+    """What training executes of a module: its text less its module docstring, or, where it defines one of a task's
+    scoring and aggregation methods (``EVALUATION_METHODS``, ``AGGREGATION_METHODS``), its code less those methods,
+    its docstrings, comments and layout (``ast.unparse``). What a kept run's fingerprint hashes (``runner.kept_runs``), so that editing a task's
     evaluation or fine-tunes never retrains its runs (DVC still re-runs the stage whose file changed)."""
     text = path.read_text()
     if not any(f"def {name}(" in text for name in SKIPPED_IN_TRAINING):
-        return text.encode()  # most modules: read whole, not parsed (a stage's fingerprint reads some 40)
+        return _without_docstring(text).encode()  # most modules: not parsed (a stage's fingerprint reads some 40)
     return _training_source(text)
+
+
+def _without_docstring(text: str) -> str:
+    """``text`` less its module docstring (a length problem's statement, which the report prints): found by its
+    quotes at the very start, as pelab's modules write it; a text that starts otherwise is returned whole."""
+    quote = text[:3]
+    if quote not in ('"""', "'''"):
+        return text
+    end = text.find(quote, 3)
+    return text if end < 0 else text[end + 3:]
 
 
 SKIPPED_IN_TRAINING = (*EVALUATION_METHODS, *AGGREGATION_METHODS)

@@ -40,7 +40,7 @@ def reading(ctx: ReportContext, task: str, chance: float) -> str:
     inside = {s: seed_summary(records, task, s, "in", "exact_match")["mean"] for s in schemes}
     best = max(beyond, key=beyond.get)
     retrieval = None
-    if is_recall(task):  # retrieves at the trained lengths: token accuracy >= the threshold at every n <= N
+    if ctx.params.statements.get(task, {}).get("retrieval"):  # retrieves at every trained length: effective >= N
         n, threshold = ctx.cfg(task).data.train_max, ctx.cfg(task).eval.effective_threshold
         effective = {s: seed_values(records, task, s, "effective", "input_length") for s in schemes}
         token_in = {s: seed_summary(records, task, s, "in", "token_accuracy")["mean"] for s in schemes}
@@ -55,14 +55,23 @@ def reading(ctx: ReportContext, task: str, chance: float) -> str:
                 retrieval=retrieval)
 
 
-def problem_of(task: str) -> str:
-    """The length problem a task poses (``problems.PROBLEMS``' key), in either architecture."""
-    return task.removesuffix("_causal")
-
-
-def is_recall(task: str) -> bool:
-    """Associative recall (``problems.Recall``), in either architecture."""
-    return problem_of(task) == "recall"
+def problem_statements(ctx: ReportContext, tasks: list[str], chance: dict[str, float]) -> list[str]:
+    """Each problem's statement as it states itself (``Task.statement``, through reports/study.json), once for its
+    tasks in both architectures, followed by what was measured of it: chance per answer symbol and, where evaluation
+    recorded one, its in-context floor within and beyond N."""
+    by_problem: dict[str, list[str]] = {}
+    for task in tasks:
+        if ctx.params.statements.get(task, {}).get("statement"):
+            by_problem.setdefault(ctx.params.statements[task]["problem"], []).append(task)
+    out = []
+    for members in by_problem.values():
+        said = ctx.params.statements[members[0]]["statement"]
+        facts = [f"`{t}`: chance 1/{round(1 / chance[t])}" + (
+            f", in-context floor {ctx.fact(t, 'floor_in'):.3f} within N, {ctx.fact(t, 'floor_beyond'):.3f} beyond"
+            if floors(ctx, t) else "") for t in members]
+        drawn = " (the figure draws the floor, dotted)" if any(floors(ctx, t) for t in members) else ""
+        out.append(f"{said} Measured here{drawn}: {'; '.join(facts)}.")
+    return out
 
 
 FAR = "far"  # the lengths beyond a fine-tune's M·N (to test_max), derived here from the per-length rows
@@ -106,7 +115,7 @@ def section(ctx: ReportContext) -> list[str]:
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: ctx.fact(t, "chance") for t in tasks}  # per answer symbol, as evaluation recorded it
-    floor_lines = {t: floors(ctx, t) or chance[t] for t in tasks}  # recall: its in-context floor by length
+    floor_lines = {t: floors(ctx, t) or chance[t] for t in tasks}  # a task's in-context floor by length, or chance
     by_length = records[(records["split"] == "test") & (records["length"] != "all")]
     by_length = by_length.assign(length=by_length["length"].astype(int))
     for metric, figure, label in (("token_accuracy", TOKEN_FIGURE, "token accuracy of the answer"),
@@ -156,17 +165,7 @@ def section(ctx: ReportContext) -> list[str]:
         exact_table=markdown_table(header, [row(name, "exact_match", False) for name in schemes + variants]),
         effective_table=markdown_table(["scheme", *tasks], [effective(name) for name in schemes + variants]),
         threshold=cfg.eval.effective_threshold,
-        recall=[t for t in tasks if is_recall(t)],
-        keys={t: round(1 / chance[t]) for t in tasks if is_recall(t)},
-        floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks if is_recall(t)},
-        selective=[t for t in tasks if problem_of(t) == "selective_copy"],
-        indirect=[t for t in tasks if problem_of(t) == "indirect"],
-        indirect_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
-                         if problem_of(t) == "indirect"},
-        counting=[t for t in tasks if problem_of(t) == "count"],
-        counting_cap=next((round(1 / chance[t]) - 1 for t in tasks if problem_of(t) == "count"), None),
-        counting_floors={t: (ctx.fact(t, "floor_in"), ctx.fact(t, "floor_beyond")) for t in tasks
-                         if problem_of(t) == "count"},
+        problems=problem_statements(ctx, tasks, chance),
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(ranked), own=own, image=ctx.image,
         recalibrations=[(t, *found) for t in tasks if (found := recalibration_reading(
             records, variants, length_measure(t, ctx.cfg(t).eval.recalibrate_multiple, ctx.cfg(t).data.train_max,

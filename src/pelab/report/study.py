@@ -45,6 +45,8 @@ class Study(StudyLists):
                         for name, v in raw["studies"].items()}
         self.tune = _namespace(raw.get("tune") or {"scales": [1.0], "seed": 0, "tasks": []})
         self.task_configs = {name: TaskView(name, cfg) for name, cfg in raw["task_configs"].items()}
+        # what each task says of itself (``Task.statement``, written by the aggregate stage): {task: {...}}
+        self.statements: dict[str, dict[str, Any]] = dict(raw.get("task_statements") or {})
 
     @classmethod
     def read(cls, path: str | Path) -> Study:

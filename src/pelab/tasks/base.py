@@ -251,6 +251,13 @@ class Task(ABC):
         aggregate stage adds them to the study's records. None by default."""
         return []
 
+    def statement(self) -> dict[str, Any]:
+        """What the task says of itself in the report, as plain data the aggregate stage writes into
+        reports/study.json (``task_statements``; the report runs no task code): the length tasks give their problem's
+        name, statement and whether it is a retrieval task. Empty by default. Only the aggregate stage runs it
+        (``closure.AGGREGATION_METHODS``): editing it retrains nothing."""
+        return {}
+
     def plots(self) -> dict[str, tuple[str, str, str]]:
         """The curves `dvc plots show` draws for this task: {file suffix: (curve, title, y label)}, each curve the
         mean over seeds that the aggregate stage writes to reports/plots/<task>_<suffix>.csv. None by default: the

@@ -73,6 +73,10 @@ class LengthTask(Task):
     def prepare(self, cfg: TaskConfig, out_dir: Path) -> None:
         length_data.prepare(self.problem, cfg.data, out_dir)
 
+    def statement(self) -> dict[str, Any]:
+        problem = PROBLEMS[self.problem]
+        return {"problem": self.problem, "statement": problem.statement, "retrieval": problem.retrieval}
+
     tunes_on_validation_split = True  # held out from the training sequences, and from every test set
 
     def load_data(self, data_dir: Path) -> LengthData:

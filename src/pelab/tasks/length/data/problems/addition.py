@@ -1,5 +1,9 @@
-"""``addition``: binary addition (Ruoss et al. 2023, Table 4); a problem of the length study, found by its ``PROBLEM``
-(``problems/__init__.py``)."""
+"""**Binary addition** (Ruoss et al. 2023, https://arxiv.org/abs/2305.16843, Table 4): two binary numbers, the
+answer their sum. Each answer bit reads two aligned input bits and a carry: alignment by position, and a carry chain
+that grows with the length.
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 

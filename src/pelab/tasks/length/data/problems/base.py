@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+import sys
+
 import torch
 
 from pelab.tasks.length.config import LengthDataConfig
@@ -22,6 +24,15 @@ class Problem:
     draws_sources: ClassVar[bool] = False  # sources from ``draw``, not uniform strings over the alphabet
     # the decoder's answers sit between the queries (``q1 a1 q2 a2 …``: recall), not after the question
     interleaved: ClassVar[bool] = False
+    # a retrieval task: the report asks whether each scheme retrieves at every trained length (effective length >= N)
+    retrieval: ClassVar[bool] = False
+
+    @property
+    def statement(self) -> str:
+        """What the problem is, as the report prints it: its module's docstring up to the first blank line (which a
+        kept run's fingerprint leaves out, ``closure.training_source``: editing it retrains nothing)."""
+        doc = sys.modules[type(self).__module__].__doc__ or ""
+        return " ".join(doc.split("\n\n", 1)[0].split())
 
     def alphabet(self, n_symbols: int) -> int:
         """Distinct values of an answer symbol (chance is one over it)."""

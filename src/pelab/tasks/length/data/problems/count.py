@@ -1,5 +1,14 @@
-"""``count``: counting (Golovneva et al. 2024, CoPE); a problem of the length study, found by its ``PROBLEM``
-(``problems/__init__.py``)."""
+"""**Counting** (Golovneva et al. 2024, CoPE, https://arxiv.org/abs/2405.18719, from its reference generator): a
+program of n statements over three variables, each `x = 0`, `x ++` or `pass`, then `print x`; the answer is the
+number of `x ++` since x's last reset (at most a cap: CoPE's 10, or ⌊N/2⌋ where the training lengths do not reach
+it; a statement past it is drawn again). Which increments count depends on where the last reset sits, so the order
+of statements matters, not their number. Its floor is not chance: the better of the commonest count and counting
+the query's increments over the whole program, resets ignored, which needs no order (high within N, where few
+programs reset their variable). Beyond N a program holds more resets and more of the other variables'
+statements.
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 

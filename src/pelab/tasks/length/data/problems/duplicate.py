@@ -1,5 +1,9 @@
-"""``duplicate``: string duplication (Ruoss et al. 2023, Table 4); a problem of the length study, found by its
-``PROBLEM`` (``problems/__init__.py``)."""
+"""**Duplication** (Ruoss et al. 2023, https://arxiv.org/abs/2305.16843, Table 4): the answer is the input
+string twice. Each answer symbol copies the symbol about n places before it (an input symbol for the first copy,
+its own answer for the second): a distance that grows with the length.
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
-"""``indirect``: indirect indexing (Gopalakrishnan et al. 2025, PoPE); a problem of the length study, found by its
-``PROBLEM`` (``problems/__init__.py``)."""
+"""**Indirect indexing** (Gopalakrishnan et al. 2025, PoPE, https://arxiv.org/abs/2509.10534): n distinct keys,
+then each key once as a query with an offset o in 1..3; the answer is the key o places to its left, or `none` where
+that falls before the row's start. Content finds the query's key, position alone the answer. Its floor is not
+chance: always answering `none`, or a key of the row other than the query's, scores the better of the two (high at
+small n, where most offsets fall before the start).
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,17 @@
-"""``recall``: multi-query associative recall (Arora et al. 2024, Zoology); a problem of the length study, found by its
-``PROBLEM`` (``problems/__init__.py``)."""
+"""**Associative recall** (multi-query associative recall, MQAR; Arora et al. 2024, Zoology,
+https://arxiv.org/abs/2312.04927), the study's retrieval task: a row holds n key–value pairs, then every key once as
+a query, in random order; the answer to a query is the value that followed its key (K keys and K values, chance
+1/K). Its floor is not chance: answering each query with any value of the row's own context scores (1 + (n − 1)/K)/n
+at n pairs, so a model that has learned only to copy some value of its context sits there. Its length n is its
+number of pairs, so beyond N a row holds more pairs (distractors) as well as longer distances. The rows
+`<scheme>+spread` are the same runs on the other way of going long: N pairs spread over the context of n pairs, the
+other slots holding value tokens that no query matches (n = N+1..M; within N the rows are the plain ones). No
+training row has value tokens where a key would stand, so a `+spread` row measures that novel pattern as well as
+distance. The encoder reads each value at a blank after its query; the decoder writes each value after its query,
+reading its own earlier answers.
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 
@@ -31,6 +43,7 @@ class Recall(Problem):
     name = "recall"
     draws_sources = True
     interleaved = True
+    retrieval = True
 
     def keys(self, cfg: LengthDataConfig) -> int:
         return max(cfg.n_symbols, cfg.test_max)

@@ -1,5 +1,9 @@
-"""``reverse``: string reversal (Ruoss et al. 2023, https://arxiv.org/abs/2305.16843, Table 4); a problem of the length
-study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
+"""**Reversal** (Ruoss et al. 2023, https://arxiv.org/abs/2305.16843, Table 4): the answer is the input string
+reversed. The j-th answer symbol reads the j-th symbol from the input's end: a distance that grows with j, up to
+about 2n.
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
-"""``selective_copy``: selective copy (Gu & Dao 2023, Mamba); a problem of the length study, found by its ``PROBLEM``
-(``problems/__init__.py``)."""
+"""**Selective copy** (Gu & Dao 2023, Mamba, https://arxiv.org/abs/2312.00752; one of CoPE's tasks): n data
+symbols among n noise tokens, in 2n slots, and the answer is the data symbols in order. Where the j-th answer symbol
+sits depends on how many data symbols come before it, the count CoPE's gates make; beyond N a row holds more of
+both.
+
+The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
+problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
 
 from __future__ import annotations
 
