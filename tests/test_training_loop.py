@@ -172,6 +172,46 @@ def test_a_killed_training_resumes_where_it_stopped_and_ends_as_if_never_killed(
         assert [r["loss"] for r in b.history] == pytest.approx([r["loss"] for r in a.history], rel=1e-5)
 
 
+def test_a_training_state_loads_its_own_state_dict_into_a_fresh_one(tmp_path):
+    """``TrainingState``: what a saved state holds, loaded into a fresh state of fresh models, is the same state
+    (weights, AdamW moments, schedule, step, curves, tokens, best weights, RNG)."""
+    from pelab.training.graphs import TrainStep
+    from pelab.training.loop import adamw, lr_schedule
+    from pelab.training.stacking import SeedStack
+    from pelab.training.state import BestWeights, TrainingState
+
+    params = _params(tmp_path, "copy", steps=6, log_every=3)
+    task, cfg = get_task("copy"), params.task("copy")
+    data = task.load_data(tmp_path / "data")
+    info = task.data_info(data)
+
+    def fresh(seed_offset: int) -> TrainingState:
+        models = [task.build_model(cfg.model, "rope", cfg.options("rope"), k + seed_offset, info) for k in range(2)]
+        seeds = SeedStack(models, copy_loss, None)
+        optimizer = adamw(list(seeds.params.values()), [], cfg.train)
+        return TrainingState(seeds, optimizer, lr_schedule(optimizer, cfg.train), BestWeights(2, "val_loss"),
+                             torch.device("cpu"), False)
+
+    trained = fresh(0)
+    batch = trained.seeds.stack([task.batches(cfg, data, k)(0) for k in range(2)])
+    TrainStep(trained.seeds, trained.optimizer, cfg.train.grad_clip, torch.device("cpu"))(batch)
+    trained.schedule.step()
+    trained.step = 1
+    trained.tokens += 7
+    trained.log(1, [0.5, 0.25], lambda step, m: {"val_loss": 1.0}, None)
+    saved = trained.state_dict()
+    other = fresh(10)
+    other.load_state_dict(saved)
+    again = other.state_dict()
+    assert again["step"] == 1 and again["results"] == saved["results"] and torch.equal(again["tokens"], saved["tokens"])
+    assert all(torch.equal(again["params"][n], t) for n, t in saved["params"].items())
+    assert again["schedule"] == saved["schedule"] and torch.equal(again["rng"], saved["rng"])
+    moments = [v for state in saved["optimizer"]["state"].values() for v in state.values()]
+    assert moments and all(torch.equal(a, b) for a, b in zip(
+        [v for state in again["optimizer"]["state"].values() for v in state.values()], moments))
+    assert [step for step, _, _ in again["best"]] == [1, 1] and again["wall_time_s"] >= saved["wall_time_s"]
+
+
 def test_a_resume_file_of_another_training_is_ignored(tmp_path, capsys):
     params = _params(tmp_path, "copy", steps=10, log_every=5)
     task, cfg = get_task("copy"), params.task("copy")

@@ -13,7 +13,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -25,6 +24,7 @@ from pelab.device import prepare_device, to_device
 from pelab.training.adamw import AdamW, Schedule
 from pelab.training.graphs import TrainStep, graph_safe
 from pelab.training.stacking import Batch, LossFn, SeedStack
+from pelab.training.state import BestWeights, TrainingState, TrainResult  # noqa: F401  (TrainResult: the runner's)
 
 
 class DivergedError(ValueError):
@@ -61,65 +61,6 @@ def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainCon
     if device.type in ("cpu", "cuda"):  # where torch has the fused kernel
         return AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
-
-
-@dataclass
-class TrainResult:
-    history: list[dict[str, float]] = field(default_factory=list)  # {"step", "loss", "lr"}
-    wall_time_s: float = 0.0  # optimisation only: time spent in ``on_log`` and ``snapshot`` is not counted
-    eval_time_s: float = 0.0  # time spent in ``on_log`` and ``snapshot``
-    tokens: int = 0
-    peak_memory_mb: float = 0.0
-    snapshots: list[tuple[int, dict[str, torch.Tensor]]] = field(default_factory=list)
-    cuda_graphs: bool = False  # the steps replayed from CUDA graphs (``training.graphs``)
-    # the logged step whose weights the model holds on return (``BestWeights``), the validation loss there and at
-    # the last step; best_step is the last step and both losses None when nothing was selected on
-    best_step: int = 0
-    best_val_loss: float | None = None
-    final_val_loss: float | None = None
-
-
-class BestWeights:
-    """Each seed's weights at its lowest ``key`` loss so far (one rule for every scheme and seed: the logged step
-    of lowest validation loss, the earlier on a tie), kept on the device beside training.
-
-    Early stopping's model selection (Prechelt, "Early stopping - but when?", 1998) without the stopping: every
-    run trains its whole budget, so each curve is complete, and is scored at its best logged step. ``key`` must
-    name a loss on data held out from training and from every test set (``val_loss``)."""
-
-    def __init__(self, n_seeds: int, key: str | None) -> None:
-        self.key = key
-        self.steps: list[int] = [0] * n_seeds
-        self.losses: list[float] = [math.inf] * n_seeds
-        self.states: list[dict[str, torch.Tensor] | None] = [None] * n_seeds
-
-    def offer(self, seed: int, step: int, row: dict[str, float], model: nn.Module) -> None:
-        """Seed ``seed``'s logged ``row`` at ``step``, ``model`` holding its current weights."""
-        loss = row.get(self.key) if self.key else None
-        if loss is not None and math.isfinite(loss) and loss < self.losses[seed]:
-            self.steps[seed], self.losses[seed] = step, float(loss)
-            self.states[seed] = {name: t.detach().clone() for name, t in model.state_dict().items()}
-
-    def restore(self, models: Sequence[nn.Module], results: Sequence[TrainResult], last_step: int) -> None:
-        """Load each seed's best weights into its model and record the selection in its result."""
-        for s, (model, result) in enumerate(zip(models, results)):
-            final = result.history[-1].get(self.key) if self.key and result.history else None
-            result.final_val_loss = None if final is None else float(final)
-            if self.states[s] is None:  # nothing logged to select on: the last step's weights
-                result.best_step = last_step
-                continue
-            model.load_state_dict(self.states[s])
-            result.best_step, result.best_val_loss = self.steps[s], self.losses[s]
-
-    def state(self) -> list[tuple[int, float, dict[str, torch.Tensor] | None]]:
-        """What a saved training state keeps of the selection (the weights on the CPU)."""
-        return [(step, loss, None if w is None else {n: t.cpu() for n, t in w.items()})
-                for step, loss, w in zip(self.steps, self.losses, self.states)]
-
-    def load(self, saved: list[tuple[int, float, dict[str, torch.Tensor] | None]], device: torch.device) -> None:
-        for s, (step, loss, w) in enumerate(saved):
-            self.steps[s], self.losses[s] = step, loss
-            self.states[s] = None if w is None else {n: t.to(device) for n, t in w.items()}
 
 
 def load_optimizer_state(optimizer: AdamW | torch.optim.Optimizer, saved: dict,
@@ -240,105 +181,49 @@ def train(
     ``select_on``: the logged entry (from ``on_log``) each seed's returned weights are selected on, its lowest value
     over the logged steps (``BestWeights``); with no such entry logged, the last step's weights.
     """
-    n_seeds = len(models)
     prepare_device(device)
     for model in models:
         model.to(device).train()
     seeds = SeedStack(models, loss_fn, pad_values)
-    names = list(seeds.params)
+    params = seeds.params
     graphed = graphs and device.type == "cuda" and graph_safe(list(models))
-    optimizer = adamw([seeds.params[n] for n in names if decays(n, seeds.params[n], seeds.stacked)],
-                      [seeds.params[n] for n in names if not decays(n, seeds.params[n], seeds.stacked)], cfg,
+    optimizer = adamw([p for n, p in params.items() if decays(n, p, seeds.stacked)],
+                      [p for n, p in params.items() if not decays(n, p, seeds.stacked)], cfg,
                       capturable_on=device if graphed else None)
-    schedule = lr_schedule(optimizer, cfg)
-    results = [TrainResult() for _ in range(n_seeds)]
-    snapshot_steps = snapshot_schedule(cfg) if snapshot is not None else set()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    window = LossWindow(list(what) if what else [""] * n_seeds, check_every_step=device.type == "cpu")
-    tokens = torch.zeros(n_seeds, dtype=torch.long, device=device)
-    best = BestWeights(n_seeds, select_on)
-    eval_time = 0.0
-
-    def per_seed(call: Callable[[int, nn.Module], None]) -> None:
-        nonlocal eval_time
-        tick = time.perf_counter()
-        seeds.for_each(call)
-        eval_time += time.perf_counter() - tick
-
-    first_step, elapsed = 0, 0.0
-    state = load_state(state_file, state_key)
-    if state is not None:
-        with torch.no_grad():
-            for name in names:
-                seeds.params[name].copy_(state["params"][name])
-        load_optimizer_state(optimizer, state["optimizer"], device if graphed else None)
-        schedule.load_state_dict(state["schedule"])
-        torch.set_rng_state(state["rng"])
-        if device.type == "cuda" and state["cuda_rng"] is not None:
-            torch.cuda.set_rng_state(state["cuda_rng"], device)
-        for result, (history, snapshots) in zip(results, state["results"]):
-            result.history, result.snapshots = history, snapshots
-        tokens += state["tokens"].to(device)
-        best.load(state.get("best", []), device)
-        first_step, elapsed, eval_time = state["step"], state["wall_time_s"], state["eval_time_s"]
-        for step in range(first_step):  # replay the batch streams (stateful generators) up to the resumed step
+    state = TrainingState(seeds, optimizer, lr_schedule(optimizer, cfg), BestWeights(len(models), select_on), device,
+                          graphed)
+    saved = load_state(state_file, state_key)
+    if saved is not None:
+        state.load_state_dict(saved)
+        for step in range(state.step):  # replay the batch streams (stateful generators) up to the resumed step
             for next_batch in next_batches:
                 next_batch(step)
-    start = time.perf_counter() - elapsed
-    last_save = time.perf_counter()
+    snapshot_steps = snapshot_schedule(cfg) if snapshot is not None else set()
+    window = LossWindow(list(what) if what else [""] * len(models), check_every_step=device.type == "cpu")
     train_step = TrainStep(seeds, optimizer, cfg.grad_clip, device, graphs=graphed)
-
-    bar = tqdm(range(first_step, cfg.steps), desc=desc, leave=False, mininterval=1.0, initial=first_step,
+    last_save = time.perf_counter()
+    bar = tqdm(range(state.step, cfg.steps), desc=desc, leave=False, mininterval=1.0, initial=state.step,
                total=cfg.steps)
     for step in bar:
         if step in snapshot_steps:
-            per_seed(lambda s, m: results[s].snapshots.append((step, snapshot(m))))
+            state.per_seed(lambda s, m: state.results[s].snapshots.append((step, snapshot(m))))
         batch = to_device(seeds.stack([next_batch(step) for next_batch in next_batches]), device)
-        lr = current_lr(schedule)
         losses, counts = train_step(batch)  # (S,), (S,)
-        window.add(step, losses, lr)
-        schedule.step()
-        tokens += counts
+        window.add(step, losses, current_lr(state.schedule))
+        state.schedule.step()
+        state.tokens += counts
+        state.step = step + 1
         if is_log_step(step, cfg):
-            lr = current_lr(schedule)
-            rows = [{"step": step + 1, "loss": loss, "lr": lr} for loss in window.mean()]
-            if on_log is not None:
-                def log_seed(s: int, m: nn.Module) -> None:
-                    rows[s].update(on_log(step + 1, m))
-                    best.offer(s, step + 1, rows[s], m)
-
-                per_seed(log_seed)
-            for s, row in enumerate(rows):
-                results[s].history.append(row)
-                if on_rows is not None:
-                    on_rows[s](row)
-            bar.set_postfix(loss=f"{sum(r['loss'] for r in rows) / n_seeds:.4f}")
+            rows = state.log(step + 1, window.mean(), on_log, on_rows)
+            bar.set_postfix(loss=f"{sum(r['loss'] for r in rows) / len(rows):.4f}")
             if state_file is not None and step + 1 < cfg.steps and time.perf_counter() - last_save >= save_every_s:
-                save_state(state_file, {
-                    "key": state_key, "step": step + 1, "params": {n: seeds.params[n].detach().cpu() for n in names},
-                    "optimizer": optimizer.state_dict(),
-                    "schedule": schedule.state_dict(), "rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                    "results": [(r.history, r.snapshots) for r in results], "tokens": tokens.cpu(),
-                    "best": best.state(),
-                    "wall_time_s": time.perf_counter() - start, "eval_time_s": eval_time,
-                })
+                save_state(state_file, {"key": state_key, **state.state_dict()})
                 last_save = time.perf_counter()
     if cfg.steps in snapshot_steps:
-        per_seed(lambda s, m: results[s].snapshots.append((cfg.steps, snapshot(m))))
-    seeds.write_back()
-    best.restore(models, results, cfg.steps)
-    peak = 0.0
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        peak = torch.cuda.max_memory_allocated(device) / 2**20
-    wall = time.perf_counter() - start - eval_time
-    total = int(tokens.sum())
-    for result in results:
-        result.wall_time_s, result.eval_time_s, result.peak_memory_mb, result.tokens = wall, eval_time, peak, total
-        result.cuda_graphs = graphed
-    return results
+        state.per_seed(lambda s, m: state.results[s].snapshots.append((cfg.steps, snapshot(m))))
+    return state.finish(models, cfg.steps)
 
 
 def save_state(path: str | Path, state: dict) -> None:
