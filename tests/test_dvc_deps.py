@@ -126,7 +126,7 @@ def test_the_report_reads_files_only_no_model_task_training_code_and_no_data():
     assert not any(dep == "data" or dep.startswith(("data/", *code)) for dep in report["deps"])
     assert "--data" not in report["cmd"] and "reports/study.json" in report["deps"]
     for path in sorted((SRC / "pelab/report").rglob("*.py")):
-        reached = imports(path, evaluation=True)
+        reached = imports(path)
         assert not any(name.startswith(("pelab.runner", "pelab.tasks", "pelab.params", "pelab.model",
                                         "pelab.training", "pelab.probe")) for name in reached), (path, reached)
 
@@ -156,8 +156,9 @@ def test_the_kept_runs_fingerprint_is_the_training_stages_closure():
 
 
 def test_a_kept_runs_fingerprint_reads_what_training_executes(tmp_path):
-    """``closure.training_source``: editing a scoring or fine-tune method, a docstring or a comment leaves it as it
-    was (no retraining); editing what training runs does not."""
+    """``closure.training_source``: editing a task's statistics across runs or its report statement (the aggregate
+    stage's methods), a docstring or a comment leaves it as it was (no retraining); editing what training runs does
+    not. A task's scoring is another module, which no training closure reaches (``tasks.scoring``)."""
     from pelab.closure import training_source
 
     base = '''"""A task."""
@@ -166,15 +167,15 @@ class T:
     def batches(self, n):
         return n + 1  # one more
 
-    def evaluate(self, model):
+    def paired_records(self, model):
         return model.score()
 
-    def recalibration(self, cfg):
+    def statement(self, cfg):
         return cfg
 '''
     variants = {
         "same": base.replace('"""Its class."""', '"""Its class, reworded."""').replace("# one more", "# plus one")
-        .replace("return model.score()", "return model.score(k=2)").replace("    def recalibration(self, cfg):\n"
+        .replace("return model.score()", "return model.score(k=2)").replace("    def statement(self, cfg):\n"
                                                                            "        return cfg\n", ""),
         "changed": base.replace("return n + 1", "return n + 2"),
     }
@@ -185,3 +186,10 @@ class T:
     assert training_source(tmp_path / "changed.py") != training_source(tmp_path / "base.py")
     assert b"def batches" in training_source(tmp_path / "base.py")
     assert b"score" not in training_source(tmp_path / "base.py")
+    from pelab.tasks import task_names
+
+    for task in task_names():  # scoring reached by name, for the stages that score runs only
+        trained = closure(SRC / "pelab/runner/train.py", task, "rope", False)  # what a kept run hashes
+        scored = closure(ROOT / "stages/run.py", task, "rope", True)
+        assert not [p for p in trained if p.name in ("evaluate.py", "scoring.py")], task
+        assert SRC / f"pelab/tasks/{task if (SRC / 'pelab/tasks' / task).is_dir() else 'length'}/evaluate.py" in scored

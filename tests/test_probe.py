@@ -113,6 +113,7 @@ def test_the_copy_captures_hold_what_the_report_draws_for_every_scheme(scheme):
     from pelab.tasks.copy.config import CopyDataConfig
     from pelab.tasks.copy.model import build_copy_model
     from pelab.tasks.copy.task import CopyTask
+    from pelab.tasks.scoring import scoring
 
     data = CopyDataConfig(context=12, max_len=5, long_context=24, long_min_len=6, long_max_len=11)
     model = build_copy_model(scheme, data.vocab_size, CFG, scheme_options(scheme), 0).eval()
@@ -122,7 +123,7 @@ def test_the_copy_captures_hold_what_the_report_draws_for_every_scheme(scheme):
 
     cfg = Cfg()
     cfg.data = data
-    got = CopyTask().captures(cfg, model, None, torch.device("cpu"))
+    got = scoring(CopyTask()).captures(cfg, model, None, torch.device("cpu"))
     assert got["labels"] == ["7", "1", "8", "2", "<copy>"] + ["_"] * 7
     assert got["target"][:9].tolist() == [7, 1, 8, 2, data.copy_token, 7, 1, 8, 2]
     assert got["attention"].shape == (CFG.n_layers, CFG.n_heads, 12, 12)

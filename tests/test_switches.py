@@ -184,7 +184,8 @@ def test_a_scheme_plus_a_switch_is_the_switch_as_an_axis_beside_any_scheme():
         with torch.no_grad():
             assert torch.equal(axis(x, positions)[0], spec(x, positions)[0])
     both = scheme_spec("alibi+sink+gate")
-    assert both.switches == ("gate", "sink") and both.cls is SCHEMES["alibi"].cls and switched_from(both.name) == "alibi"
+    assert both.switches == ("gate", "sink") and both.cls is SCHEMES["alibi"].cls
+    assert switched_from(both.name) == "alibi"
     model, plain = model_of("alibi+sink+gate", True), model_of("alibi", True)
     assert all(torch.equal(p, dict(plain.named_parameters())[n]) for n, p in model.named_parameters()
                if ".switches." not in n)

@@ -5,10 +5,11 @@ from, ``pelab.runner.kept_runs``); it imports neither.
 Imports are followed at module level and inside functions, never under ``if TYPE_CHECKING``, with three cuts that
 follow meaning:
 
-* a task's ``evaluate``, ``probe`` and ``captures`` methods import evaluation code (its evaluate.py,
-  ``pelab.probe``), and its recalibration methods the fine-tunes of finished runs (``EVALUATION_METHODS``):
-  followed for evaluation stages only, so editing either never retrains; a task's ``paired_records`` (statistics across its runs) only for the
-  aggregate stage (``aggregation``), so editing it never re-scores a run;
+* a task's scoring (its package's ``evaluate.py``: evaluation, the probe's rows, the captures, the fine-tunes of
+  finished runs) is imported by name through ``pelab.tasks.scoring`` (``SCORING_REGISTRY``), which the closure
+  follows to the stage's task's evaluate module for the stages that score runs only: so editing it never retrains;
+  a task's ``paired_records`` and ``statement`` (statistics across its runs, what it says in the report) only for
+  the aggregate stage (``aggregation``, ``AGGREGATION_METHODS``), so editing them never re-scores a run;
 * the scheme registry (``positional/registry.py``) imports every scheme's module by the name ``schemes.yaml`` gives it
   (no import statement names one) and builds only the stage's scheme: the closure follows the stage's scheme's module
   (and ``none``'s, the cross-attention scheme of encoder-decoders), every scheme's for a stage of any scheme (None),
@@ -33,10 +34,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent  # src/pelab
 SRC = PACKAGE.parent
 ROOT = SRC.parent  # the repository: stages/ and src/
-# a task's methods that only the stages that score runs execute (evaluation; the LM's fine-tunes of its finished runs,
-# runner.recalibrate): never what a run is trained from
-EVALUATION_METHODS = ("evaluate", "probe", "captures", "evaluate_recalibrated", "recalibrations", "recalibration",
-                      "recalibration_validation", "recalibrated_model")
 # a task's statistics across runs and what it says of itself in the report: only stages without a task run them
 AGGREGATION_METHODS = ("paired_records", "statement")
 # ``closure``'s scheme for a stage that builds none (prepare), or whose schemes a record covers: none is followed
@@ -45,6 +42,7 @@ REGISTRY = PACKAGE / "positional/registry.py"
 TASK_REGISTRY = PACKAGE / "tasks/__init__.py"
 PROBLEM_REGISTRY = PACKAGE / "tasks/length/data/problems/__init__.py"
 SWITCH_REGISTRY = PACKAGE / "model/switches/__init__.py"
+SCORING_REGISTRY = PACKAGE / "tasks/scoring.py"
 
 
 def module_file(name: str) -> Path | None:
@@ -64,15 +62,14 @@ def _module_file(name: str, src: Path, root: Path) -> Path | None:
 
 
 @cache
-def imports(path: Path, evaluation: bool, aggregation: bool = False) -> frozenset[str]:
+def imports(path: Path, aggregation: bool = False) -> frozenset[str]:
     """The pelab modules ``path`` imports (and ``_common``), with their parent packages."""
     tree = ast.parse(path.read_text())
     skip: set[int] = set()
     for node in ast.walk(tree):
         type_checking = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        evaluate_method = isinstance(node, ast.FunctionDef) and (
-            (node.name in EVALUATION_METHODS and not evaluation) or (node.name in AGGREGATION_METHODS and not aggregation))
-        if type_checking or evaluate_method:
+        aggregate_method = isinstance(node, ast.FunctionDef) and node.name in AGGREGATION_METHODS and not aggregation
+        if type_checking or aggregate_method:
             skip |= {id(n) for n in ast.walk(node)}
     found = set()
     for node in ast.walk(tree):
@@ -93,9 +90,10 @@ def imports(path: Path, evaluation: bool, aggregation: bool = False) -> frozense
 
 def training_source(path: Path) -> bytes:
     """What training executes of a module: its text less its module docstring, or, where it defines one of a task's
-    scoring and aggregation methods (``EVALUATION_METHODS``, ``AGGREGATION_METHODS``), its code less those methods,
-    its docstrings, comments and layout (``ast.unparse``). What a kept run's fingerprint hashes (``runner.kept_runs``), so that editing a task's
-    evaluation or fine-tunes never retrains its runs (DVC still re-runs the stage whose file changed)."""
+    aggregation methods (``AGGREGATION_METHODS``), its code less those methods, its docstrings, comments and layout
+    (``ast.unparse``). What a kept run's fingerprint hashes (``runner.kept_runs``), so that rewording a docstring or
+    editing a task's statistics across runs never retrains its runs (DVC still re-runs the stage whose file
+    changed)."""
     text = path.read_text()
     if not any(f"def {name}(" in text for name in SKIPPED_IN_TRAINING):
         return _without_docstring(text).encode()  # most modules: not parsed (a stage's fingerprint reads some 40)
@@ -112,7 +110,7 @@ def _without_docstring(text: str) -> str:
     return text if end < 0 else text[end + 3:]
 
 
-SKIPPED_IN_TRAINING = (*EVALUATION_METHODS, *AGGREGATION_METHODS)
+SKIPPED_IN_TRAINING = AGGREGATION_METHODS
 
 
 @cache  # tests ask for many (task, scheme) pairs' fingerprints in one process
@@ -179,6 +177,15 @@ def problem_modules(task: str | None) -> set[str]:
     return {f"{package}.{name}" for name in names}
 
 
+def scoring_modules(task: str | None) -> set[str]:
+    """The evaluate module ``pelab.tasks.scoring`` imports by name for a stage of ``task`` (every task's for None)."""
+    from pelab.tasks import TASKS
+
+    # ``tasks.scoring.scoring_module``'s convention, not imported: this module is in every training closure
+    names = TASKS if task is None else [task]
+    return {f"{TASKS[t].__module__.rsplit('.', 1)[0]}.evaluate" for t in names if t in TASKS}
+
+
 def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool,
             aggregation: bool = False) -> set[Path]:
     """Every file ``script`` can execute for ``task`` and ``scheme`` (None: any; ``NO_SCHEME``: it builds none),
@@ -189,7 +196,7 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
         if path in seen:
             continue
         seen.add(path)
-        names = set(imports(path, evaluation, aggregation))
+        names = set(imports(path, aggregation))
         if path == REGISTRY:
             names |= scheme_modules(scheme)  # imported by name (importlib), as schemes.yaml says
         elif path == TASK_REGISTRY:
@@ -198,6 +205,8 @@ def closure(script: Path, task: str | None, scheme: str | None, evaluation: bool
             names |= problem_modules(task)  # and the length study's problems
         elif path == SWITCH_REGISTRY:
             names |= switch_modules(scheme)  # and the switches, as the stage's scheme names them
+        elif path == SCORING_REGISTRY and evaluation:
+            names |= scoring_modules(task)  # and the task's scoring, for the stages that score runs
         for name in names:
             found = module_file(name)
             if found is not None:

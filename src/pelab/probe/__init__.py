@@ -1,4 +1,4 @@
-"""The per-run probe that evaluation runs: each task names its probe inputs (``Task.probe``), the model reads
+"""The per-run probe that evaluation runs: each task names its probe inputs (``Scoring.probe``, ``pelab.tasks.scoring``), the model reads
 each once, and the diagnostics of its attention (``diagnostics``) become tidy records beside the run's scores.
 
 Rows: split ``probe``, length = tokens per row, one metric per diagnostic (mean over layers; the binned ones,

@@ -16,6 +16,7 @@ from pelab.probe import probe_rows
 from pelab.runner.checkpoint import load_run, run_dir
 from pelab.runner.recalibrate import recalibrated_rows
 from pelab.tasks import get_task
+from pelab.tasks.scoring import scoring
 
 
 def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out_dir: str | Path,
@@ -27,18 +28,19 @@ def evaluate_run(params: Params, run_path: str | Path, data_dir: str | Path, out
     ``data``: the task's loaded data, to skip reloading it when evaluating several runs."""
     run = load_run(run_path)
     task, cfg = get_task(run.task), params.task(run.task)
+    score = scoring(task)
     dev = pick_device(device or params.device)
     prepare_device(dev)
     data = task.load_data(Path(data_dir)) if data is None else data
     start = time.perf_counter()
     with io.atomic_dir(out_dir) as tmp, torch.no_grad():
-        rows = task.evaluate(cfg, run.model.to(dev), data, dev, tmp)
-        probe = task.probe(cfg, data)
+        rows = score.evaluate(cfg, run.model.to(dev), data, dev, tmp)
+        probe = score.probe(cfg, data)
         if probe is not None:
             rows += probe_rows(run.model, probe, dev)
         # on the CPU in float32 whatever the device (no TF32, no autocast): the report's figures and the numbers it
         # states from them are the same for a run evaluated on a GPU
-        captures = task.captures(cfg, run.model.cpu(), data, torch.device("cpu"))
+        captures = score.captures(cfg, run.model.cpu(), data, torch.device("cpu"))
         if captures:
             torch.save(captures, tmp / io.PROBE_FILE)
         ident = {"task": run.task, "pe": run.scheme, "seed": run.seed}
@@ -60,7 +62,7 @@ def evaluate_runs(params: Params, task_name: str, scheme: str, runs_root: str | 
     is done. One line per seed through ``echo``."""
     task = get_task(task_name)
     data = task.load_data(Path(data_dir))
-    tuned = recalibrated and bool(task.recalibrations(params.task(task_name), scheme))
+    tuned = recalibrated and bool(scoring(task).recalibrations(params.task(task_name), scheme))
     dev = pick_device(params.device) if tuned else None
     with io.atomic_dir(out_dir) as tmp:
         for seed in (params.seeds if seeds is None else seeds):

@@ -1,5 +1,5 @@
 """Fine-tune the trained runs of one (task, scheme) with each recalibration method the task names for it
-(``Task.recalibrations``: the LM's, ``pelab.tasks.lm.recalibrate``; the length study's,
+(``Scoring.recalibrations``, ``pelab.tasks.scoring``: the LM's, ``pelab.tasks.lm.recalibrate``; the length study's,
 ``pelab.tasks.length.recalibrate``), and read them back for evaluation.
 
 A fine-tuned run is a run: seeded, written atomically, kept (``runner.kept_runs``: reused only if fine-tuned from
@@ -29,6 +29,7 @@ from pelab.runner.checkpoint import RUN_FILE, WEIGHTS, load_run, run_dir
 from pelab.runner.kept_runs import KeptRuns, fingerprint
 from pelab.seeding import seeded
 from pelab.tasks import get_task
+from pelab.tasks.scoring import scoring
 from pelab.training.loop import train
 
 if TYPE_CHECKING:
@@ -48,24 +49,29 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _code(method: Any, *parts: Any) -> str:
-    """The source of this module, of ``method.sources()`` (the methods' module and RoPE's extensions) and of the
-    modules defining ``parts`` (the fine-tune's batches and loss, the task's recalibration): an edit to any fine-tunes
-    again (what the base run was trained from is in the identity too)."""
+def _code(method: Any, *parts: Any, builders: tuple[Any, ...] = ()) -> str:
+    """The source of this module, of ``method.sources()`` (the methods' module and RoPE's extensions), of the modules
+    defining ``parts`` (the fine-tune's batches and loss) and the text of ``builders`` (the task's ``Scoring`` methods
+    that set the fine-tune up: their text, not their module's, whose evaluation code fine-tunes nothing): an edit to
+    any fine-tunes again (what the base run was trained from is in the identity too)."""
     import inspect
 
     sources = {Path(__file__), *method.sources(), *(Path(inspect.getsourcefile(p)) for p in parts)}
-    return hashlib.sha256(b"".join(path.read_bytes() for path in sorted(sources))).hexdigest()
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(sources)))
+    for builder in builders:
+        digest.update(inspect.getsource(builder).encode())
+    return digest.hexdigest()
 
 
 def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequence[int], data_dir: str | Path,
                      runs_root: str | Path, device: str | None = None, kept: str | Path | None = None,
                      save_every_s: float = 300.0, echo=print) -> list[Path]:
-    """Fine-tune each seed's run (``runs_root``) with each method ``Task.recalibrations`` names for the scheme, one
+    """Fine-tune each seed's run (``runs_root``) with each method ``Scoring.recalibrations`` names for the scheme, one
     after another; returns the fine-tuned runs' folders. ``kept``: the (task, scheme)'s kept-runs folder
     (``runner.kept_runs``); each method keeps its runs in ``<kept>/recalibrated/<method>/``."""
     task, cfg = get_task(task_name), params.task(task_name)
-    methods = task.recalibrations(cfg, scheme)
+    score = scoring(task)
+    methods = score.recalibrations(cfg, scheme)
     if not methods:
         return []
     dev = pick_device(device or params.device)
@@ -80,18 +86,20 @@ def recalibrate_runs(params: Params, task_name: str, scheme: str, seeds: Sequenc
             base = run_dir(runs_root, task_name, scheme, seed)
             out = recalibrated_dir(runs_root, task_name, scheme, method.name, seed)
             run = load_run(base)
-            tuning, model, next_batch, loss = task.recalibration(cfg, data, method, seed, run.model)
+            tuning, model, next_batch, loss = score.recalibration(cfg, data, method, seed, run.model)
             identity = {"task": task_name, "scheme": scheme, "method": method.name, "base": _sha256(base / WEIGHTS),
                         "multiple": cfg.eval.recalibrate_multiple, "data": to_dict(tuning.data),
                         "train": to_dict(tuning.train), "precision": precision(dev),
-                        "code": _code(method, next_batch, loss, task.recalibration) + trained_from,
+                        "code": _code(method, next_batch, loss, builders=(
+                            score.recalibration, score.recalibrated_model, score.recalibration_validation))
+                        + trained_from,
                         "selected_on": SELECTED_ON}
             done.append(out)
             if store is not None and store.restore(seed, identity, out, None):
                 echo(f"note: {task_name} {scheme}+{method.label} seed {seed} was fine-tuned before from the same "
                      "inputs; kept")
                 continue
-            validate = task.recalibration_validation(tuning, data, dev)
+            validate = score.recalibration_validation(tuning, data, dev)
             start = time.perf_counter()
             with seeded(seed + DROPOUT_OFFSET):  # the dropout streams, the same for every method
                 [result] = train(
@@ -126,7 +134,7 @@ def load_recalibrated(params: Params, runs_root: str | Path, task_name: str, sch
     meta = io.read_json(path / RUN_FILE)
     run = load_run(run_dir(runs_root, task_name, scheme, seed))
     run.model.load_state_dict(torch.load(path / WEIGHTS, weights_only=True))
-    tuned = get_task(task_name).recalibrated_model(params.task(task_name), run.model, method)
+    tuned = scoring(get_task(task_name)).recalibrated_model(params.task(task_name), run.model, method)
     return tuned.eval(), meta
 
 
@@ -135,7 +143,7 @@ def recalibrated_rows(params: Params, runs_root: str | Path, task_name: str, sch
     """The evaluation rows of every fine-tuned run of (``task_name``, ``scheme``, ``seed``) (each method's split
     suffix), of the run as trained read with each method's module (``Method.untuned_suffix``: the method's "before"),
     and each fine-tune's cost under split ``train<suffix>``; tidy, with task, pe and seed."""
-    task, cfg = get_task(task_name), params.task(task_name)
+    task, cfg = scoring(get_task(task_name)), params.task(task_name)
     rows: list[dict[str, Any]] = []
     trained = load_run(run_dir(runs_root, task_name, scheme, seed)).model  # the run as trained, read once
     read_before: set[str] = set()

@@ -8,10 +8,10 @@ an object with a fixed set of methods, registered by name in ``pelab.tasks.TASKS
 * ``data/`` — prepare (what the ``prepare@<name>`` stage writes) and load the data;
 * ``model.py`` — the model it trains, built for any positional scheme;
 * ``task.py`` — the ``Task`` subclass: batches, loss, validation (what training executes);
-* ``evaluate.py`` — evaluation → tidy rows (a dependency of the evaluation stages only).
+* ``evaluate.py`` — its ``Scoring`` (``pelab.tasks.scoring``): evaluation → tidy rows, the probe's rows, the
+  report's captures, the fine-tunes of finished runs; reached by name, never by what training executes.
 
-The DVC stages depend on exactly these pieces, so editing ``evaluate.py`` re-runs evaluation and never
-training. Params: ``<name>.data|model|train|eval`` and ``<name>.positional.<scheme>`` (the scheme's
+The DVC stages depend on exactly these pieces, so editing ``evaluate.py`` re-scores runs and never retrains. Params: ``<name>.data|model|train|eval`` and ``<name>.positional.<scheme>`` (the scheme's
 options for this task — by default the global ``positional.<scheme>``, which a task may override).
 """
 
@@ -206,44 +206,6 @@ class Task(ABC):
         """Extra numbers about a training run (e.g. epochs) for its cost record."""
         return {}
 
-    # ---------------------------------------------------------------------------------- recalibration
-    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list[Any]:
-        """The methods each trained run of ``scheme`` is fine-tuned with after training (``runner.recalibrate``; the
-        LM's: ``tasks/lm/recalibrate.py``), each with ``name``, ``label`` and the split ``suffix`` of its records.
-        None by default."""
-        return []
-
-    def recalibration(self, cfg: TaskConfig, data: Any, method: Any, seed: int, model: nn.Module):
-        """(the fine-tune's task config, the model to train: ``model``'s weights with the method in place, its
-        next_batch, its loss) for one method of ``recalibrations``."""
-        raise NotImplementedError(f"task {self.name!r} has no recalibration")
-
-    def recalibration_validation(self, cfg: TaskConfig, data: Any, device: torch.device):
-        """The held-out loss a fine-tune (``cfg``: the config ``recalibration`` returns) keeps its best step on: the
-        task's ``validation`` by default."""
-        return self.validation(cfg, data, device)
-
-    def recalibrated_model(self, cfg: TaskConfig, model: nn.Module, method: Any) -> nn.Module:
-        """``model`` (a run's, or a fine-tuned run's: its weights loaded) with ``method``'s module in place, fixed at
-        the factor ``cfg`` sets for the task's trained length."""
-        raise NotImplementedError(f"task {self.name!r} has no recalibration")
-
-    def evaluate_recalibrated(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
-                              suffix: str) -> list[dict[str, Any]]:
-        """Tidy rows of a fine-tuned run (or of a run read with a method's module), every split with ``suffix``."""
-        raise NotImplementedError(f"task {self.name!r} has no recalibration")
-
-    # ------------------------------------------------------------------------------------- evaluation
-    def probe(self, cfg: TaskConfig, data: Any):
-        """The rows the per-run probe reads (``pelab.probe.Probe``: token rows per length, in-range first, and the
-        longest training row), or None for a task whose model the probe does not read (translation)."""
-        return None
-
-    def captures(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device) -> dict[str, Any] | None:
-        """What the report draws from this run's model (attention on an example, layer-0 logits; tensors on the
-        CPU), saved by evaluation as ``probe.pt`` beside the records (``pelab.probe.captures``); None: nothing."""
-        return None
-
     def paired_records(self, schemes: Sequence[str], seeds: Sequence[int], reference: str,
                        results_root: Path) -> list[dict[str, Any]]:
         """Records comparing each scheme's run with the ``reference`` scheme's run of the same seed, computed from
@@ -266,8 +228,3 @@ class Task(ABC):
         theirs; every run's curves are in reports/plots/curves_per_seed.csv and dvclive/ whatever a task declares."""
         return {}
 
-    @abstractmethod
-    def evaluate(self, cfg: TaskConfig, model: nn.Module, data: Any, device: torch.device,
-                 out_dir: Path) -> list[dict[str, Any]]:
-        """Tidy rows {split, length, metric, value} (the runner adds task, pe, seed); may write files into
-        ``out_dir`` (translations, examples)."""

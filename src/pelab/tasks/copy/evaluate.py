@@ -7,11 +7,13 @@ from typing import Any
 import torch
 
 from pelab.device import autocast
+from pelab.probe import Probe
 from pelab.probe.captures import Example, sequence_captures
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.copy.config import CopyDataConfig
 from pelab.tasks.copy.data import CopyData, CopySplit, encode_examples, sequences_per_length
 from pelab.tasks.copy.model import CopyTransformer
+from pelab.tasks.scoring import Scoring as BaseScoring
 
 SPLITS = ("test", "test_long")
 EXAMPLE_DIGITS = (7, 1, 8, 2)  # the copy-task post's example, ``7 1 8 2 <copy> _ …``: the captured row
@@ -82,3 +84,24 @@ def evaluate(cfg: TaskConfig, model: CopyTransformer, data: CopyData,
         rows += [{"split": "data", "length": length, "metric": f"sequences_{split_name}", "value": float(count)}
                  for length, count in sorted(sequences_per_length(data[split_name]).items())]
     return rows
+
+
+PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
+
+
+class Scoring(BaseScoring):
+    """Copy's scoring (``pelab.tasks.scoring``): accuracy at and beyond the training length, the probe, captures."""
+
+    def probe(self, cfg: TaskConfig, data: CopyData):
+        """Rows of the test split (the training length) and of the longer one, spread over sequence lengths."""
+        def spread(split: str) -> torch.Tensor:
+            inputs = data[split].inputs
+            return inputs[torch.linspace(0, len(inputs) - 1, PROBE_ROWS).long()]
+
+        return Probe(cfg.data.context, [spread("test"), spread("test_long")])
+
+    def captures(self, cfg: TaskConfig, model: CopyTransformer, data: CopyData, device: torch.device):
+        return captures(cfg, model)
+
+    def evaluate(self, cfg: TaskConfig, model: CopyTransformer, data: CopyData, device: torch.device, out_dir):
+        return evaluate(cfg, model, data, device)

@@ -19,7 +19,6 @@ from pelab.tasks.copy.config import CopyDataConfig, CopyEvalConfig, ModelConfig,
 from pelab.tasks.copy.data import CopyData, CopySplit
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
-PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
 VAL_SHARE = 0.05  # of each length's training sequences: the validation split (weights kept, rates chosen on it)
 
 
@@ -119,26 +118,6 @@ class CopyTask(Task):
     def validation(self, cfg: TaskConfig, data: CopyData, device: torch.device):
         val = data["val"]
         return lambda model: {"val_loss": held_out_loss(model, val, device)}
-
-    def probe(self, cfg: TaskConfig, data: CopyData):
-        """Rows of the test split (the training length) and of the longer one, spread over sequence lengths."""
-        from pelab.probe import Probe
-
-        def spread(split: str) -> torch.Tensor:
-            inputs = data[split].inputs
-            return inputs[torch.linspace(0, len(inputs) - 1, PROBE_ROWS).long()]
-
-        return Probe(cfg.data.context, [spread("test"), spread("test_long")])
-
-    def captures(self, cfg: TaskConfig, model, data: CopyData, device):
-        from pelab.tasks.copy.evaluate import captures
-
-        return captures(cfg, model)
-
-    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
-        from pelab.tasks.copy.evaluate import evaluate
-
-        return evaluate(cfg, model, data, device)
 
 
 # the registry finds a task package by its TASKS (pelab.tasks)

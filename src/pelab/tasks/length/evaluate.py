@@ -26,6 +26,7 @@ on the same grid under its method's suffix (``evaluate_recalibrated``), without 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +34,19 @@ import torch
 
 from pelab.device import autocast
 from pelab.positional.randomized import RandomizedPositions
+from pelab.positional.recalibration import in_place, methods_for
 from pelab.positional.temperature import TEMPERATURE
 from pelab.positional.variants import evaluation_variants
+from pelab.probe import Probe
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
+from pelab.tasks.length import recalibrate
 from pelab.tasks.length.data import LengthData
 from pelab.tasks.length.data.layout import IGNORE, encoder_rows
 from pelab.tasks.length.model import LengthTransformer
+from pelab.tasks.length.task import length_loss
+from pelab.tasks.length.task import rows as task_rows
+from pelab.tasks.scoring import Scoring as BaseScoring
 
 
 def row_positions(model: LengthTransformer, length: int, draw: int, device) -> torch.Tensor | None:
@@ -242,3 +249,54 @@ def facts(data: LengthData, causal: bool, row_length: Callable[[int], int]) -> l
                 out.append({"split": "task", "length": "all", "metric": f"floor_{where}",
                             "value": sum(floors[n] for n in lengths) / len(lengths)})
     return out
+
+
+PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
+
+
+class Scoring(BaseScoring):
+    """The length study's scoring (``pelab.tasks.scoring``): accuracy at every length, the probe, and the fine-tunes of
+    finished runs to M·N (``tasks/length/recalibrate.py``)."""
+
+    # ---------------------------------------------------------------------------------- recalibration
+    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
+        """``length.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
+        them), if ``length.eval.recalibrate`` lists it."""
+        return methods_for(cfg, scheme, causal=self.task.causal)
+
+    def recalibration(self, cfg: TaskConfig, data: LengthData, method, seed: int, model: LengthTransformer):
+        """The fine-tune of ``tasks/length/recalibrate.py``: lengths 1..M·N, one stream of picks for every method;
+        PoSE's the training lengths at skip-wise positions."""
+        tuning = recalibrate.finetune_config(cfg, method)
+        tuned = self.recalibrated_model(cfg, model, method)
+        if method.pose:
+            longest = cfg.eval.recalibrate_multiple * self.task.row_length(cfg.data, cfg.data.train_max)
+            short = dataclasses.replace(tuning, data=cfg.data)  # the training lengths, the fine-tune's batch size
+            return tuning, tuned, recalibrate.pose_batches(
+                self.task.batches(short, data, seed + recalibrate.SEED_OFFSET), longest, seed), recalibrate.pose_loss
+        return tuning, tuned, recalibrate.longer_batches(self.task.batches, tuning, data, seed), length_loss
+
+    def recalibration_validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
+        """The validation split's loss at 1..N and on the fine-tune's held-out sequences at N+1..M·N."""
+        return self.task.validation(cfg, recalibrate.with_longer_lengths(data, cfg.data.train_max), device)
+
+    def recalibrated_model(self, cfg: TaskConfig, model: LengthTransformer, method) -> LengthTransformer:
+        """At s = M for the longest training row (``row_length(N)`` tokens)."""
+        return in_place(model, method, self.task.row_length(cfg.data, cfg.data.train_max),
+                        cfg.eval.recalibrate_multiple)
+
+    def evaluate_recalibrated(self, cfg, model, data, device, suffix):
+        return evaluate_recalibrated(cfg, model, data, device, suffix, causal=self.task.causal,
+                                     row_length=lambda n: self.task.row_length(data.config, n))
+
+    # ------------------------------------------------------------------------------------- evaluation
+    def probe(self, cfg: TaskConfig, data: LengthData):
+        """Test rows at half the longest training length, at it, halfway to the longest test length and at it."""
+        n, m = data.config.train_max, data.config.test_max
+        lengths = sorted({max(1, n // 2), n, (n + m) // 2, m})
+        inputs = [task_rows(data, data.splits["test"][k][:PROBE_ROWS], self.task.causal)[0] for k in lengths]
+        return Probe(self.task.row_length(data.config, n), inputs)
+
+    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
+        return evaluate(cfg, model, data, device, causal=self.task.causal,
+                        row_length=lambda n: self.task.row_length(data.config, n))

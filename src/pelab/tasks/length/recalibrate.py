@@ -32,6 +32,7 @@ from pelab.tasks.length.config import LengthDataConfig
 from pelab.tasks.length.data import LengthData, decode_codes, distinct_codes
 from pelab.tasks.length.data.layout import IGNORE
 from pelab.tasks.length.data.problems import PROBLEMS
+from pelab.tasks.length.task import VAL_PER_LENGTH
 
 SEED_OFFSET = 7_000_003  # the fine-tune's sequence picks: seed + this, the same for every method of a run
 DATA_OFFSET = 3_000_017  # the sequences drawn at N+1..M·N: the data seed + this, the same for every run
@@ -65,8 +66,6 @@ def longer_sources(cfg: LengthDataConfig, problem_name: str, longest: int,
     training split holds at each trained length (``make_splits``), none of them one of ``tests`` (n: the test
     sources of that length), the last fifth of each (at most ``VAL_PER_LENGTH``; none of a single one) for
     validation; a length whose every sequence is a test one is left out."""
-    from pelab.tasks.length.task import VAL_PER_LENGTH
-
     problem, exclude = PROBLEMS[problem_name], dict(tests)
     generator = torch.Generator().manual_seed(cfg.seed + DATA_OFFSET)
     per_length = math.ceil(cfg.n_train / cfg.train_max)

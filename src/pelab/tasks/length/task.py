@@ -24,7 +24,6 @@ from pelab.tasks.length.data.problems import PROBLEMS
 from pelab.tasks.length.model import LengthTransformer, build_length_model
 
 VAL_PER_LENGTH = 16  # held-out training sequences per length: the validation split (weights kept on it)
-PROBE_ROWS = 8  # rows per length that the per-run probe reads (pelab.probe)
 
 
 def rows(data: LengthData, sources: torch.Tensor, causal: bool) -> Batch:
@@ -148,62 +147,6 @@ class LengthTask(Task):
             return {"val_loss": total / count}
 
         return held_out_loss
-
-    # ---------------------------------------------------------------------------------- recalibration
-    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
-        """``length.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
-        them), if ``length.eval.recalibrate`` lists it."""
-        from pelab.positional.recalibration import methods_for
-
-        return methods_for(cfg, scheme, causal=self.causal)
-
-    def recalibration(self, cfg: TaskConfig, data: LengthData, method, seed: int, model: LengthTransformer):
-        """The fine-tune of ``tasks/length/recalibrate.py``: lengths 1..M·N, one stream of picks for every method;
-        PoSE's the training lengths at skip-wise positions."""
-        from pelab.tasks.length import recalibrate
-
-        tuning = recalibrate.finetune_config(cfg, method)
-        tuned = self.recalibrated_model(cfg, model, method)
-        if method.pose:
-            longest = cfg.eval.recalibrate_multiple * self.row_length(cfg.data, cfg.data.train_max)
-            short = dataclasses.replace(tuning, data=cfg.data)  # the training lengths, the fine-tune's batch size
-            return tuning, tuned, recalibrate.pose_batches(
-                self.batches(short, data, seed + recalibrate.SEED_OFFSET), longest, seed), recalibrate.pose_loss
-        return tuning, tuned, recalibrate.longer_batches(self.batches, tuning, data, seed), length_loss
-
-    def recalibration_validation(self, cfg: TaskConfig, data: LengthData, device: torch.device):
-        """The validation split's loss at 1..N and on the fine-tune's held-out sequences at N+1..M·N."""
-        from pelab.tasks.length.recalibrate import with_longer_lengths
-
-        return self.validation(cfg, with_longer_lengths(data, cfg.data.train_max), device)
-
-    def recalibrated_model(self, cfg: TaskConfig, model: LengthTransformer, method) -> LengthTransformer:
-        """At s = M for the longest training row (``row_length(N)`` tokens)."""
-        from pelab.positional.recalibration import in_place
-
-        return in_place(model, method, self.row_length(cfg.data, cfg.data.train_max), cfg.eval.recalibrate_multiple)
-
-    def evaluate_recalibrated(self, cfg, model, data, device, suffix):
-        from pelab.tasks.length.evaluate import evaluate_recalibrated
-
-        return evaluate_recalibrated(cfg, model, data, device, suffix, causal=self.causal,
-                                     row_length=lambda n: self.row_length(data.config, n))
-
-    # ------------------------------------------------------------------------------------- evaluation
-    def probe(self, cfg: TaskConfig, data: LengthData):
-        """Test rows at half the longest training length, at it, halfway to the longest test length and at it."""
-        from pelab.probe import Probe
-
-        n, m = data.config.train_max, data.config.test_max
-        lengths = sorted({max(1, n // 2), n, (n + m) // 2, m})
-        inputs = [rows(data, data.splits["test"][k][:PROBE_ROWS], self.causal)[0] for k in lengths]
-        return Probe(self.row_length(data.config, n), inputs)
-
-    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
-        from pelab.tasks.length.evaluate import evaluate
-
-        return evaluate(cfg, model, data, device, causal=self.causal,
-                        row_length=lambda n: self.row_length(data.config, n))
 
 
 def _task_class(problem: str, causal: bool) -> type[LengthTask]:

@@ -45,13 +45,18 @@ import torch.nn.functional as F
 
 from pelab.device import autocast
 from pelab.model.sequence import SequenceTransformer
+from pelab.positional.recalibration import in_place, methods_for
 from pelab.positional.temperature import TEMPERATURE
 from pelab.positional.variants import evaluation_variants
+from pelab.probe import Probe
 from pelab.tasks.base import TaskConfig
 from pelab.tasks.effective_length import effective_length
+from pelab.tasks.lm import recalibrate
 from pelab.tasks.lm.data import LMData
 from pelab.tasks.lm.data.corpus import PART
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
+from pelab.tasks.lm.task import lm_loss
+from pelab.tasks.scoring import Scoring as BaseScoring
 
 POSITION_BINS = 16
 
@@ -253,3 +258,43 @@ def crop(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torc
     return [{"split": protocol + CROP, "length": length, "metric": metric, "value": value}
             for protocol in ("window", "sliding") for length in lengths
             for metric, value in (("ppl", math.exp(nll)), ("nll", nll), ("tokens", count))]
+
+
+PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)
+
+
+class Scoring(BaseScoring):
+    """The LM's scoring (``pelab.tasks.scoring``): perplexity at L..8L, passkey retrieval, the probe, and the
+    fine-tunes of finished runs (``tasks/lm/recalibrate.py``)."""
+
+    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
+        """``lm.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
+        them), if ``lm.eval.recalibrate`` lists it (``positional.recalibration.Method``)."""
+        return methods_for(cfg, scheme, causal=True)
+
+    def recalibration(self, cfg: TaskConfig, data: LMData, method, seed: int, model: SequenceTransformer):
+        """The fine-tune of ``tasks/lm/recalibrate.py``: rows of M·L + 1 tokens from one stream (the same draws for
+        every method), PoSE's cut from them."""
+        tuning = recalibrate.finetune_config(cfg, method)
+        tuned = self.recalibrated_model(cfg, model, method)
+        if method.pose:  # its passkey rows at L + 1 tokens: the same keys and depths, the filler shorter
+            next_rows = self.task.rows(tuning, data, seed + recalibrate.SEED_OFFSET,
+                                       passkey_length=cfg.data.context + 1)
+            return tuning, tuned, recalibrate.pose_batches(next_rows, cfg.data.context, seed), recalibrate.pose_loss
+        return tuning, tuned, self.task.batches(tuning, data, seed + recalibrate.SEED_OFFSET), lm_loss
+
+    def recalibrated_model(self, cfg: TaskConfig, model: SequenceTransformer, method) -> SequenceTransformer:
+        """At s = M for rows of L tokens."""
+        return in_place(model, method, cfg.data.context, cfg.eval.recalibrate_multiple)
+
+    def evaluate_recalibrated(self, cfg, model, data, device, suffix):
+        return evaluate_recalibrated(cfg, model, data, device, suffix)
+
+    def probe(self, cfg: TaskConfig, data: LMData):
+        """The opening tokens of the first test speeches, at every evaluation length (L first)."""
+        docs = data.test[:PROBE_ROWS]
+        inputs = [torch.stack([doc[:k * cfg.data.context] for doc in docs]) for k in sorted(cfg.eval.multiples)]
+        return Probe(cfg.data.context, inputs)
+
+    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
+        return evaluate(cfg, model, data, device)

@@ -30,7 +30,6 @@ VAL_ROWS = 64  # validation windows of length L behind the validation-loss curve
 VAL_PASSKEY_ROWS = 16  # passkey rows of length L, depths 0..1, behind the validation passkey curve
 VAL_PASSKEY_SEED = 424_242  # their keys: the same rows for every scheme, seed and step
 MANY_EPOCHS = 4.0  # passes over the training text beyond which a run says it may memorise it
-PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)
 
 
 def lm_loss(model: SequenceTransformer, batch: Batch) -> tuple[torch.Tensor, int]:
@@ -184,49 +183,6 @@ class LMTask(Task):
         if e.recalibrate and e.recalibrate_multiple > max(e.multiples):
             raise ValueError(f"lm.eval.recalibrate_multiple={e.recalibrate_multiple} must not exceed the longest "
                              f"evaluation multiple ({max(e.multiples)}, lm.eval.multiples)")
-
-    def recalibrations(self, cfg: TaskConfig, scheme: str) -> list:
-        """``lm.eval.recalibrate_methods`` that apply to ``scheme`` (RoPE's extensions only where the scheme has
-        them), if ``lm.eval.recalibrate`` lists it (``positional.recalibration.Method``)."""
-        from pelab.positional.recalibration import methods_for
-
-        return methods_for(cfg, scheme, causal=True)
-
-    def recalibration(self, cfg: TaskConfig, data: LMData, method, seed: int, model: SequenceTransformer):
-        """The fine-tune of ``tasks/lm/recalibrate.py``: rows of M·L + 1 tokens from one stream (the same draws for
-        every method), PoSE's cut from them."""
-        from pelab.tasks.lm import recalibrate
-
-        tuning = recalibrate.finetune_config(cfg, method)
-        tuned = self.recalibrated_model(cfg, model, method)
-        if method.pose:  # its passkey rows at L + 1 tokens: the same keys and depths, the filler shorter
-            next_rows = self.rows(tuning, data, seed + recalibrate.SEED_OFFSET, passkey_length=cfg.data.context + 1)
-            return tuning, tuned, recalibrate.pose_batches(next_rows, cfg.data.context, seed), recalibrate.pose_loss
-        return tuning, tuned, self.batches(tuning, data, seed + recalibrate.SEED_OFFSET), lm_loss
-
-    def recalibrated_model(self, cfg: TaskConfig, model: SequenceTransformer, method) -> SequenceTransformer:
-        """At s = M for rows of L tokens."""
-        from pelab.positional.recalibration import in_place
-
-        return in_place(model, method, cfg.data.context, cfg.eval.recalibrate_multiple)
-
-    def evaluate_recalibrated(self, cfg, model, data, device, suffix):
-        from pelab.tasks.lm.evaluate import evaluate_recalibrated
-
-        return evaluate_recalibrated(cfg, model, data, device, suffix)
-
-    def probe(self, cfg: TaskConfig, data: LMData):
-        """The opening tokens of the first test speeches, at every evaluation length (L first)."""
-        from pelab.probe import Probe
-
-        docs = data.test[:PROBE_ROWS]
-        inputs = [torch.stack([doc[:k * cfg.data.context] for doc in docs]) for k in sorted(cfg.eval.multiples)]
-        return Probe(cfg.data.context, inputs)
-
-    def evaluate(self, cfg: TaskConfig, model, data, device, out_dir):
-        from pelab.tasks.lm.evaluate import evaluate
-
-        return evaluate(cfg, model, data, device)
 
 
 # the registry finds a task package by its TASKS (pelab.tasks)

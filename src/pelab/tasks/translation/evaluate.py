@@ -20,6 +20,7 @@ from pelab.tasks.translation.bleu import sacrebleu_score, score_corpus
 from pelab.tasks.translation.data import BOS_ID, PreparedTranslation, decode
 from pelab.tasks.translation.decoding import translate
 from pelab.tasks.translation.model import Seq2SeqTransformer
+from pelab.tasks.scoring import Scoring as BaseScoring
 
 
 def bucket_labels(bounds: Sequence[int]) -> list[str]:
@@ -127,3 +128,13 @@ def evaluate(cfg: TaskConfig, model: Seq2SeqTransformer, data: PreparedTranslati
         "corpus": data.meta.get("corpus"), "eval_splits": splits, "max_positions": capacity,
     })
     return rows
+
+
+class Scoring(BaseScoring):
+    """Translation's scoring (``pelab.tasks.scoring``): BLEU and chrF of greedy and beam decoding, the captures."""
+
+    def captures(self, cfg, model, data, device):
+        return example_captures(cfg, model, data)
+
+    def evaluate(self, cfg, model, data, device, out_dir):
+        return evaluate(cfg, model, data, device, out_dir)

@@ -156,16 +156,6 @@ class TranslationTask(Task):
     def train_summary(self, cfg: TaskConfig, data: PreparedTranslation) -> dict[str, float]:
         return {"epochs": cfg.train.steps * cfg.train.batch_size / len(data.ids("train", "src_ids"))}
 
-    def captures(self, cfg, model, data, device):
-        from pelab.tasks.translation.evaluate import example_captures
-
-        return example_captures(cfg, model, data)
-
-    def evaluate(self, cfg, model, data, device, out_dir):
-        from pelab.tasks.translation.evaluate import evaluate
-
-        return evaluate(cfg, model, data, device, out_dir)
-
     def paired_records(self, schemes, seeds, reference, results_root):
         from pelab.tasks.translation.paired import bootstrap_records
 
