@@ -241,6 +241,17 @@ def parallel(overrides: tuple[str, ...], workers: int, timeout_min: float) -> No
 
 
 @main.command()
+@click.option("--all-metrics", is_flag=True, help="also the metrics equal in every experiment")
+@click.option("--task", default=None, help="only this task's metrics")
+def experiments(all_metrics: bool, task: str | None) -> None:
+    """Experiments side by side, one column each (`dvc exp show`'s rows, narrow): the params that differ between
+    them (not the composed items), then each task, scheme and metric whose value differs."""
+    from pelab.experiments import show
+
+    click.echo(show(".", all_metrics, task))
+
+
+@main.command()
 @click.option("--summary", "summary_path", default="reports/summary.json", show_default=True,
               type=click.Path(dir_okay=False))
 def summary(summary_path: str) -> None:
