@@ -24,7 +24,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def valid_choices() -> str:
-    return ", ".join(SCHEMES)  # derived from the registry, never copied
+    from pelab.positional.switched import SWITCHES
+
+    # derived from the registries, never copied
+    return f"{', '.join(SCHEMES)} (or <scheme>+<switch>, switches: {', '.join(SWITCHES)})"
 
 
 # ---------------------------------------------------------------------------------------------

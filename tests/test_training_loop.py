@@ -658,7 +658,7 @@ def test_editing_a_study_record_or_a_validation_message_retrains_no_kept_run(tmp
     edit("studies.py", 'about="the language-model study', 'about="the LM study, described anew')
     edit("params.py", "seeds must be distinct", "every seed must be distinct")
     assert fingerprints() == before
-    edit("tasks/base.py", "has no recalibration", "has no fine-tune")  # in scoring methods only
+    edit("tasks/scoring.py", "has no recalibration", "has no fine-tune")  # scoring: reached by name, never trained
     edit("tasks/base.py", "The ``Task`` interface", "The task interface")  # the module's docstring
     assert fingerprints() == before
     (package / "training/loop.py").write_text((package / "training/loop.py").read_text() + "\nEDITED = True\n")

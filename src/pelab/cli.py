@@ -27,11 +27,16 @@ class _Group(click.Group):
 class _LazyChoice(click.Choice):
     """A click.Choice whose choices come from a registry on first use, so `pelab --help` never imports torch."""
 
-    def __init__(self, load, what: str) -> None:
-        self._load, self._choices, self._what = load, None, what
+    def __init__(self, load, what: str, check=None) -> None:
+        self._load, self._choices, self._what, self._check = load, None, what, check
         super().__init__([])
 
     def convert(self, value, param, ctx):
+        if self._check is not None:  # the registry's own check: it knows names no list holds (``rope+sink``)
+            try:
+                return self._check(value)
+            except ValueError as error:
+                self.fail(str(error), param, ctx)
         if value not in self.choices:
             self.fail(f"unknown {self._what} {value!r}; valid choices: {', '.join(self.choices)}", param, ctx)
         return value
@@ -51,6 +56,12 @@ def _scheme_names() -> list[str]:
     from pelab.positional import scheme_names
 
     return scheme_names()
+
+
+def _check_scheme(name: str) -> str:
+    from pelab.positional import check_scheme
+
+    return check_scheme(name)
 
 
 def _task_names() -> list[str]:
@@ -157,7 +168,8 @@ def pipeline_cmd(check: bool) -> None:
 
 @main.command("run")
 @click.option("--task", "task_name", required=True, type=_LazyChoice(_task_names, "task"), help="see `pelab tasks`")
-@click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme"), help="see `pelab schemes`")
+@click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme", _check_scheme),
+              help="see `pelab schemes`; <scheme>+<switch> for a switch beside it")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
 @click.option("--data", "data_dir", default=None, type=click.Path(file_okay=False),
@@ -207,7 +219,8 @@ def run_cmd(task_name: str, scheme: str, seed: int, params_path: str, data_dir: 
 
 @main.command("evaluate")
 @click.option("--task", "task_name", required=True, type=_LazyChoice(_task_names, "task"), help="see `pelab tasks`")
-@click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme"), help="see `pelab schemes`")
+@click.option("--scheme", required=True, type=_LazyChoice(_scheme_names, "positional scheme", _check_scheme),
+              help="see `pelab schemes`; <scheme>+<switch> for a switch beside it")
 @click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
 @click.option("--runs", "runs_root", required=True, type=click.Path(exists=True, file_okay=False),
               help="the trained runs: RUNS/<task>/<scheme>/seed_<k>/")
