@@ -3,11 +3,13 @@ they share."""
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
+from functools import cache
 from typing import ClassVar
 
-import sys
-
+import numpy as np
 import torch
 
 from pelab.tasks.length.config import LengthDataConfig
@@ -97,3 +99,25 @@ def distinct_rows(candidates: Callable[[int], torch.Tensor], count: int, width: 
                 seen.add(tuple(row))
                 out.append(row)
     return torch.tensor(out, dtype=torch.long).reshape(count, width)
+
+
+@cache
+def commonest_share(k: int, n: int) -> float:
+    """E[c_max]/n: the expected share of the commonest symbol among n drawn uniformly, with replacement, from k; what
+    answering every answer slot with the row's commonest symbol scores, reading the row as a bag (no order). Exact:
+    P(c_max <= m) = n!/k^n [x^n] (sum_{j<=m} x^j/j!)^k (the multinomial's generating function), and
+    E[c_max] = sum_{m>=1} P(c_max >= m)."""
+    if n <= 0:
+        return 0.0
+    weight = math.exp(math.lgamma(n + 1) - n * math.log(k))  # n!/k^n
+
+    def at_most(m: int) -> float:
+        term = np.array([1.0 / math.factorial(j) for j in range(min(m, n) + 1)])
+        power, base, e = np.array([1.0]), term, k
+        while e:  # (sum_{j<=m} x^j/j!)^k by squaring, truncated at degree n
+            if e & 1:
+                power = np.convolve(power, base)[:n + 1]
+            base, e = np.convolve(base, base)[:n + 1], e >> 1
+        return float(power[n]) * weight if len(power) > n else 0.0
+
+    return sum(1.0 - at_most(m - 1) for m in range(1, n + 1)) / n

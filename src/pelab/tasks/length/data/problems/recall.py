@@ -1,8 +1,9 @@
 """**Associative recall** (multi-query associative recall, MQAR; Arora et al. 2024, Zoology,
 https://arxiv.org/abs/2312.04927), the study's retrieval task: a row holds n key–value pairs, then every key once as
 a query, in random order; the answer to a query is the value that followed its key (K keys and K values, chance
-1/K). Its floor is not chance: answering each query with any value of the row's own context scores (1 + (n − 1)/K)/n
-at n pairs, so a model that has learned only to copy some value of its context sits there. Its length n is its
+1/K). Its floor is not chance: answering every query with the row's commonest value, which reads no order (the values
+as a bag), is right on that value's share of the row's n values, so a model that has learned only to copy the
+values of its context sits there. Its length n is its
 number of pairs, so beyond N a row holds more pairs (distractors) as well as longer distances. The rows
 `<scheme>+spread` are the same runs on the other way of going long: N pairs spread over the context of n pairs, the
 other slots holding value tokens that no query matches (n = N+1..M; within N the rows are the plain ones). No
@@ -20,7 +21,7 @@ import math
 import torch
 
 from pelab.tasks.length.config import LengthDataConfig
-from pelab.tasks.length.data.problems.base import Problem, distinct_rows
+from pelab.tasks.length.data.problems.base import Problem, commonest_share, distinct_rows
 from pelab.tasks.length.data.tokens import IGNORE, special_tokens
 
 
@@ -55,11 +56,11 @@ class Recall(Problem):
         return self.keys(cfg)
 
     def in_context_floor(self, cfg: LengthDataConfig, n: int) -> float:
-        """Answering each query with a value drawn from the row's n value slots is right with probability
-        (1 + (n - 1)/K) / n: its own pair's slot, and each of the other n - 1 holding the same of K values with
-        probability 1/K (values are drawn with replacement). At the quick sizes 0.360 within N and 0.085 beyond,
-        against chance 1/K = 0.031: a model that only learned to copy some value of the context scores this."""
-        return (1 + (n - 1) / self.keys(cfg)) / n
+        """The strongest answer that reads no order: every query answered with the row's commonest value (which key a
+        value followed is order; the values as a bag are not), right on c_max/n of the queries, c_max the commonest
+        of n values drawn with replacement from K (``commonest_share``, exact). It beats answering with any value of
+        the context, (1 + (n − 1)/K)/n, and chance 1/K."""
+        return commonest_share(self.keys(cfg), n)
 
     def symbols(self, cfg: LengthDataConfig) -> int:
         return 2 * self.keys(cfg)  # keys 0..K-1, values K..2K-1

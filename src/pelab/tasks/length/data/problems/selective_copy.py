@@ -1,7 +1,7 @@
 """**Selective copy** (Gu & Dao 2023, Mamba, https://arxiv.org/abs/2312.00752; one of CoPE's tasks): n data
 symbols among n noise tokens, in 2n slots, and the answer is the data symbols in order. Where the j-th answer symbol
 sits depends on how many data symbols come before it, the count CoPE's gates make; beyond N a row holds more of
-both.
+both. Its floor is not chance: every answer symbol the row's commonest data symbol, which reads no order.
 
 The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
 problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
@@ -13,7 +13,7 @@ import math
 import torch
 
 from pelab.tasks.length.config import LengthDataConfig
-from pelab.tasks.length.data.problems.base import Problem, distinct_rows
+from pelab.tasks.length.data.problems.base import Problem, commonest_share, distinct_rows
 
 
 class SelectiveCopy(Problem):
@@ -34,6 +34,11 @@ class SelectiveCopy(Problem):
 
     def answer_length(self, n: int) -> int:
         return n
+
+    def in_context_floor(self, cfg: LengthDataConfig, n: int) -> float:
+        """The strongest answer that reads no order: every answer symbol the row's commonest data symbol (the data
+        symbols as a bag; their order is the answer), right on c_max/n of them (``commonest_share``, exact)."""
+        return commonest_share(cfg.n_symbols, n)
 
     def capacity(self, cfg: LengthDataConfig, n: int) -> int:
         return math.comb(2 * n, n) * cfg.n_symbols**n
