@@ -385,3 +385,20 @@ def test_pelab_schemes_lists_each_with_its_slot_and_source():
                                ("stick_breaking", "attention_weights", "shawntan/stickbreaking-attention")):
         at = next(i for i, line in enumerate(lines) if line.split()[0] == name)
         assert lines[at].split(None, 1)[1].startswith(slot) and "source:" in lines[at + 1] and source in lines[at + 1]
+
+
+def test_cope_s_table_has_l_plus_one_rows_and_says_whether_they_cover_the_training_rows(repo_root):
+    """A row of L tokens counts up to L open gates: positions 0..L, L + 1 rows (the reference's block size + 1). The
+    LM sets that at every profile; ``describe`` says when the table is short, exact, or has rows that never train."""
+    from pelab.compose import compose_params
+    from pelab.positional import Usage, describe
+
+    for profile in ("smoke", "quick", "full"):
+        composed = compose_params(repo_root / "conf", [f"profile={profile}", "lm_schemes=[cope]"])
+        assert composed["lm_runs"]["lm-cope"]["options"]["npos"] == composed["lm"]["data"]["context"] + 1, profile
+    usage = Usage("the LM", 64, 256, range(1, 64))
+    said = {npos: describe(build_positional_encoding("cope", d_model=16, n_heads=2, causal=True,
+                                                     options={"npos": npos}), usage) for npos in (64, 65, 257)}
+    assert "covers every training row" in said[65] and "rows 0..64" in said[65]
+    assert "shorter than the longest training row needs (64 tokens: 65 rows)" in said[64]
+    assert "its rows past 64 never train" in said[257]

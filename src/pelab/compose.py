@@ -120,13 +120,20 @@ def _nested(key: str, resolved) -> dict[str, Any]:
     return {head: resolved(head)}
 
 
+def plus(a: Any, b: Any) -> int:
+    """``${pelab_plus:a,b}``: a + b as integers (a table of L + 1 rows: ``${pelab_plus:${lm.data.context},1}``)."""
+    return int(a) + int(b)
+
+
 def register_resolvers() -> None:
-    """Register ``checked_study_lists`` and ``study_runs`` with OmegaConf as ``pelab_study_lists`` and ``pelab_runs``
-    (for pelab's own composition here, and in DVC's through ``hydra_plugins/pelab_resolvers.py``)."""
+    """Register ``checked_study_lists``, ``study_runs`` and ``plus`` with OmegaConf as ``pelab_study_lists``,
+    ``pelab_runs`` and ``pelab_plus`` (for pelab's own composition here, and in DVC's through
+    ``hydra_plugins/pelab_resolvers.py``)."""
     from omegaconf import OmegaConf
 
     OmegaConf.register_new_resolver("pelab_study_lists", checked_study_lists, replace=True)
     OmegaConf.register_new_resolver("pelab_runs", study_runs, replace=True)
+    OmegaConf.register_new_resolver("pelab_plus", plus, replace=True)
 
 
 def _one_line(message: str, overrides: list[str]) -> str:

@@ -92,10 +92,14 @@ class CoPEPositionalEncoding(PositionalEncoding):
         return self.tables[index]
 
     def describe(self, usage: Usage) -> str:
-        reach = (f"its table of {self.npos} positions covers every training row (at most {usage.longest_train} "
-                 "tokens, so at most that many open gates)" if self.npos >= usage.longest_train else
-                 f"its table of {self.npos} positions is shorter than the longest training row "
-                 f"({usage.longest_train} tokens): a count of open gates past {self.npos - 1} reads the last row")
+        longest = usage.longest_train  # a query sees at most that many open gates: positions 0..longest
+        reach = (f"its table of {self.npos} positions covers every training row (at most {longest} tokens, so at "
+                 f"most that many open gates: rows 0..{longest})" if self.npos == longest + 1 else
+                 f"its table of {self.npos} positions covers every training row (at most {longest} tokens, so at most "
+                 f"that many open gates); its rows past {longest} never train, so a count past it at evaluation "
+                 "reads an untrained row" if self.npos > longest + 1 else
+                 f"its table of {self.npos} positions is shorter than the longest training row needs ({longest} "
+                 f"tokens: {longest + 1} rows): a count of open gates past {self.npos - 1} reads the last row")
         encoder = ("" if self.causal else "; in an encoder the even heads count to the left and the odd heads to the "
                    "right (the paper is causal; pelab's `alibi` convention)")
         return f"a position table per layer shared by its heads, zero at the start (NoPE); {reach}{encoder}."
