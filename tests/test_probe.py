@@ -204,3 +204,20 @@ def test_a_perfect_extrapolator_reads_the_window_null_and_true_dilution_reads_a_
                                      for m in COMPARED for b in ("within", "beyond")})
     read = reading(found, None, window_null(128, L)["attn_entropy"])
     assert read.diluted == ("diluted",) and read.most == "diluted" and read.least == "perfect"
+
+
+def test_an_encoder_s_window_null_is_zero_a_causal_model_s_is_derived():
+    """Issue 72: an encoder's query sees every key at every position, so uniform attention reads the same entropy in
+    both bins (null 0); the window-of-L null is a causal model's. A task that records no ``causal`` fact is causal."""
+    import pandas as pd
+
+    from pelab.probe.diagnostics import binned
+    from pelab.report.diagnostics import causal
+
+    t, L = 64, 32
+    uniform = torch.full((1, 1, t, t), 1.0 / t)  # every query over every key (an encoder)
+    read = binned(uniform, False, L)
+    assert read["attn_entropy_beyond"] - read["attn_entropy_within"] == pytest.approx(0.0, abs=1e-9)
+    records = pd.DataFrame([{"task": "reverse", "split": "task", "metric": "causal", "value": 0.0},
+                            {"task": "reverse_causal", "split": "task", "metric": "causal", "value": 1.0}])
+    assert not causal(records, "reverse") and causal(records, "reverse_causal") and causal(records, "lm")
