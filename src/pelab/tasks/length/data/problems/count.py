@@ -2,10 +2,10 @@
 program of n statements over three variables, each `x = 0`, `x ++` or `pass`, then `print x`; the answer is the
 number of `x ++` since x's last reset (at most a cap: CoPE's 10, or ⌊N/2⌋ where the training lengths do not reach
 it; a statement past it is drawn again). Which increments count depends on where the last reset sits, so the order
-of statements matters, not their number. Its floor is not chance: for each number of resets and increments of the query's
-variable, the count most often right, which needs no order (fitted on 4,096 programs and scored on 4,096 others;
-high within N, where few programs reset their variable). Beyond N a program holds more resets and more of the other variables'
-statements.
+of statements matters, not their number. Its floor is not chance: for each number of resets and increments of the
+query's variable, the count most often right, which needs no order (fitted on 2,048 programs and scored on 2,048
+others; high within N, where few programs reset their variable). Beyond N a program holds more resets and more of
+the other variables' statements.
 
 The module's docstring is the problem's statement, as the report prints it (``Problem.statement``); a
 problem of the length study, found by its ``PROBLEM`` (``problems/__init__.py``)."""
@@ -137,8 +137,8 @@ class Counting(Problem):
     def in_context_floor(self, cfg: LengthDataConfig, n: int) -> float:
         """The strongest answer that reads no order: for each number of resets and increments of the query's variable
         (what a model that sees the statements as a bag can count; a NoPE encoder sees no more), the count most often
-        right, fitted on 4,096 programs drawn as the data are and scored on 4,096 others (fixed generators, so the
-        same number every time; its standard error is at most 0.008). It covers the commonest count and the
+        right, fitted on 2,048 programs drawn as the data are and scored on 2,048 others (fixed generators, so the
+        same number every time; its standard error is at most 0.011). It covers the commonest count and the
         increments counted with resets ignored, each one such table."""
         return _count_floor(self, cfg.train_max, n)
 
@@ -151,7 +151,7 @@ def _count_floor(problem: Counting, train_max: int, n: int) -> float:
 
     def bag(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(key, answer) per program: key = resets · (n + 1) + increments of the query's variable."""
-        rows = problem.programs(cfg, n, 4096, torch.Generator().manual_seed(seed))
+        rows = problem.programs(cfg, n, 2048, torch.Generator().manual_seed(seed))
         mine = rows[:, :-1:2] == rows[:, -1:]
         verb = rows[:, 1:-1:2]
         key = (mine & (verb == set_)).sum(1) * (n + 1) + (mine & (verb == inc)).sum(1)
