@@ -93,6 +93,10 @@ def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
     said = {get_task(t).statement()["statement"] for t in length}
     assert len(said) == len(PROBLEMS) and all(report.count(text) == 1 for text in said)  # each problem states itself
     assert "in-context floor" in report
+    from pelab.report.claims import load_claims
+
+    assert [line for line in report.splitlines() if line.startswith("## ")][0] == "## Claims"  # it opens with them
+    assert all(f"**{claim.id}**" in report for claim in load_claims())  # every claim judged, whatever the verdict
     for line in report.splitlines():
         if line.startswith("!["):
             assert (project / "reports" / line.split("(")[1].rstrip(")")).exists(), line

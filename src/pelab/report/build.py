@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from pelab import io
-from pelab.report import analyses, copy, diagnostics, length, lm, selection, translation, tuning
+from pelab.report import analyses, claims, copy, diagnostics, length, lm, selection, translation, tuning
 from pelab.report.analyses import (anchors, attention, curves, distance_decay, invariants, learned_trajectory,
                                    position_tables, shift_property, similarity, translation_analyses)
 from pelab.report.context import ReportContext
@@ -31,8 +31,10 @@ def _copy_only(section: Callable[[ReportContext], list[str]]) -> Callable[[Repor
     return lambda ctx: section(ctx) if ctx.has_task("copy") else []
 
 
-# In report order: the copy study, the references' analyses (most on the copy models), translation, length.
+# In report order: the claims and their verdicts, the copy study, the references' analyses (most on the copy
+# models), translation, length.
 SECTIONS: list[Callable[[ReportContext], list[str]]] = [
+    claims.section,
     copy.section,
     analyses.intro,
     *(_copy_only(m.section) for m in (position_tables, similarity, learned_trajectory, distance_decay,

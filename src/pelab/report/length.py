@@ -112,6 +112,11 @@ def section(ctx: ReportContext) -> list[str]:
                                                                          for s in ctx.params.schemes_of(t))]))
     ranked = [t for t in tasks if t in ctx.params.with_study_schemes(STUDY)]  # run with the study's whole list
     own = {t: ctx.params.schemes_of(t) for t in tasks if t not in ranked}
+    # no ranking where every scheme is at or below the task's in-context floor beyond N: none of them does the task
+    unread = [t for t in ranked if floors(ctx, t) and all(
+        seed_summary(records, t, s, "beyond", "token_accuracy")["mean"] <= ctx.fact(t, "floor_beyond")
+        for s in ctx.params.schemes_of(t) if seed_values(records, t, s, "beyond", "token_accuracy"))]
+    ranked = [t for t in ranked if t not in unread]
     cfg = ctx.cfg(tasks[0])
     train_max = {t: ctx.cfg(t).data.train_max for t in tasks}
     chance = {t: ctx.fact(t, "chance") for t in tasks}  # per answer symbol, as evaluation recorded it
@@ -167,6 +172,7 @@ def section(ctx: ReportContext) -> list[str]:
         threshold=cfg.eval.effective_threshold,
         problems=problem_statements(ctx, tasks, chance),
         readings=[reading(ctx, t, chance[t]) for t in tasks], n_tasks=len(ranked), own=own, image=ctx.image,
+        unread=unread,
         recalibrations=[(t, *found) for t in tasks if (found := recalibration_reading(
             records, variants, length_measure(t, ctx.cfg(t).eval.recalibrate_multiple, ctx.cfg(t).data.train_max,
                                               ctx.cfg(t).data.test_max),

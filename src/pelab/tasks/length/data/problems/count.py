@@ -143,6 +143,9 @@ class Counting(Problem):
         return _count_floor(self, cfg.train_max, n)
 
 
+_COUNT_STATES: dict[tuple[int, int], list[dict[tuple[int, ...], int]]] = {}  # Counting.capacity's, per cap
+
+
 @functools.lru_cache(maxsize=None)
 def _count_floor(problem: Counting, train_max: int, n: int) -> float:
     cfg = LengthDataConfig(train_max=train_max, test_max=max(train_max, n))

@@ -1,0 +1,71 @@
+"""Claims as data (``pelab.report.claims``): each record names a registered scheme, task and split, and the report
+judges it on the runs: held, not held, no reading (both at or below the floor) or not run, paired by seed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pelab.positional import check_scheme
+from pelab.report.claims import HELD, NO_READING, NOT_HELD, NOT_RUN, Claim, claims_table, judge, load_claims
+from pelab.tasks import get_task
+
+
+def test_every_claim_names_a_registered_scheme_task_and_headline_split():
+    claims = load_claims()
+    assert len(claims) >= 12 and len({c.id for c in claims}) == len(claims)
+    for claim in claims:
+        check_scheme(claim.scheme), check_scheme(claim.against)
+        task = get_task(claim.task)
+        assert claim.metric in task.headline.get(claim.split, []) or claim.task == "translation", claim.id
+        assert "http" in claim.source or "references/" in claim.source, claim.id  # where it comes from
+        assert not claim.floor or task.section == "length", claim.id  # floors are the length problems'
+
+
+def test_a_bad_claim_is_one_line_naming_it(tmp_path):
+    path = tmp_path / "claims.yaml"
+    path.write_text("- {id: x, says: s, source: s, scheme: rope, against: none, task: copy, split: test, "
+                    "metric: exact_match, better: sideways}\n")
+    with pytest.raises(ValueError, match=r"^claims.yaml: x: better='sideways'; valid choices: higher, lower$"):
+        load_claims(path)
+    path.write_text("- {id: y, says: s}\n")
+    with pytest.raises(ValueError, match=r"^claims.yaml: y: a claim has the keys id, says, .* \(required: "):
+        load_claims(path)
+
+
+def rows(values: dict[str, list[float]], floor: float | None = None, task: str = "count_causal",
+         split: str = "beyond") -> pd.DataFrame:
+    out = [{"task": task, "pe": pe, "seed": seed, "split": split, "metric": "token_accuracy", "length": "all",
+            "value": v} for pe, vs in values.items() for seed, v in enumerate(vs)]
+    if floor is not None:
+        out += [{"task": task, "pe": pe, "seed": 0, "split": "task", "metric": f"floor_{split}", "length": "all",
+                 "value": floor} for pe in values]
+    return pd.DataFrame(out)
+
+
+CLAIM = Claim("c", "cope counts", "src", "cope", "rope", "count_causal", "beyond", "token_accuracy", "higher",
+              floor=True)
+
+
+def test_the_verdicts_follow_the_seeds_the_interval_and_the_floor():
+    held = judge(rows({"cope": [0.8, 0.82, 0.79, 0.81, 0.8], "rope": [0.7, 0.71, 0.69, 0.7, 0.72]}, 0.6), CLAIM)
+    assert held.status == HELD and held.agree == 5 and held.contrast["mean"] == pytest.approx(0.1)
+    one_way = judge(rows({"cope": [0.8, 0.82, 0.79, 0.81, 0.6], "rope": [0.7, 0.71, 0.69, 0.7, 0.72]}, 0.5), CLAIM)
+    assert one_way.status == NOT_HELD and "1 of 5 seeds the other way" in one_way.why
+    # the review's reading of the quick report: both below the fitted floor, so no ranking between them
+    below = judge(rows({"cope": [0.40, 0.41, 0.39, 0.40, 0.41], "rope": [0.36, 0.37, 0.36, 0.35, 0.37]}, 0.636),
+                  CLAIM)
+    assert below.status == NO_READING and "both at or below the floor 0.636" in below.why
+    under = judge(rows({"cope": [0.60, 0.61, 0.59, 0.60, 0.61], "rope": [0.7, 0.7, 0.7, 0.7, 0.7]}, 0.65), CLAIM)
+    assert under.status == NOT_HELD and "`cope` at or below the floor" in under.why
+    assert judge(rows({"rope": [0.7] * 5}), CLAIM).status == NOT_RUN
+    assert judge(rows({"cope": [0.8], "rope": [0.7]}, 0.1), CLAIM).status == NO_READING  # one seed: no interval
+    lower = Claim("l", "alibi flat", "src", "alibi", "sinusoidal", "lm", "at_4L", "token_accuracy", "lower")
+    ppl = rows({"alibi": [60.0, 61.0, 59.0], "sinusoidal": [90.0, 95.0, 99.0]}, task="lm", split="at_4L")
+    assert judge(ppl, lower).status == HELD and judge(ppl, lower).contrast["mean"] == pytest.approx(-34.667, abs=1e-3)
+
+
+def test_the_claims_table_states_each_contrast_beside_its_verdict():
+    table = claims_table(rows({"cope": [0.8, 0.82, 0.79, 0.81, 0.8], "rope": [0.7, 0.71, 0.69, 0.7, 0.72]}, 0.6),
+                         [CLAIM])
+    assert "`cope` − `rope`" in table and "+0.100 [" in table and "**held**: on 5 of 5 seeds" in table
