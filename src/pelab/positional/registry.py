@@ -4,12 +4,13 @@
 **How a name is found, and what a run depends on** (the one place this is said). ``schemes.yaml`` maps each name to
 either a base scheme's class, found by convention in the module named like the scheme (``rope:
 RotaryPositionalEncoding`` is ``pelab/positional/rope.py``), or a spec: a base scheme (``of``) plus option defaults,
-switches and randomized positions, held as data (``rope_theta10: {of: rope, base: 10.0}``). Nothing imports a scheme's
-module by name, and no file lists every scheme but ``schemes.yaml``, whose text is never hashed whole: a stage
-depends on its own scheme's entry (a DVC params dependency, ``pelab.pipeline.write``) and its scheme's module, and a
-kept run's fingerprint hashes the entry's ``training_record`` and the modules its class imports
-(``pelab.closure.scheme_files``, ``pelab.runner.kept_runs``). Adding a scheme (a module and its line, or a spec
-entry alone) therefore re-runs and retrains nothing kept.
+switches and randomized positions, held as data (``rope_theta10: {of: rope, base: 10.0}``); ``<scheme>+<switch>``
+names a registered scheme with a switch added, without an entry. Nothing but this module imports a scheme's module
+by name, and no file lists every scheme but ``schemes.yaml``, whose text is never hashed whole: a stage depends on
+the check stage's record of its own scheme (its entry and the sha256 of its class's and switches' modules,
+``pelab.runner.scheme_records``), and a kept run's fingerprint hashes the entry's ``training_record`` and the modules
+its class and switches import (``pelab.closure``, ``pelab.runner.kept_runs``). Adding a scheme (a module and its
+line, or a spec entry alone) or a switch therefore re-runs and retrains nothing kept.
 
 A scheme declares its hyperparameters as a frozen dataclass ``Options`` (``NoOptions`` when it has none).
 ``scheme_options`` builds it from params over the spec's defaults, with a one-line error for an unknown key, so no
@@ -119,7 +120,8 @@ _SWITCHED: dict[str, SchemeSpec] = {}
 
 def _switched(name: str) -> SchemeSpec | None:
     """``<scheme>+<switch>[+…]``: the switches as an axis beside any registered scheme (``scheme_file.entry_of``),
-    built once (its base may be a plugin's); None where the part before ``+`` is no scheme. An unknown switch fails in one line."""
+    built once (its base may be a plugin's); None where the part before ``+`` is no scheme. An unknown switch fails
+    in one line."""
     if name not in _SWITCHED:
         base, *added = name.split("+")
         if not added or base not in SCHEMES:
