@@ -108,7 +108,7 @@ def judge(records: pd.DataFrame, claim: Claim) -> Verdict:
                    + (f", above the floor {floor:.3f}" if floor is not None else ""), contrast, agree, floor)
 
 
-def _contrast(claim: Claim, verdict: Verdict) -> str:
+def _contrast(verdict: Verdict) -> str:
     c = verdict.contrast
     if c is None:
         return "–"
@@ -128,7 +128,7 @@ def claims_table(records: pd.DataFrame, claims: list[Claim] | None = None) -> st
     for claim, verdict in verdicts(records, claims):
         where = f"`{claim.task}` {claim.split} {claim.metric} ({claim.better} is the claim)"
         rows.append([f"**{claim.id}**: {claim.says} ({claim.source})", f"`{claim.scheme}` − `{claim.against}`",
-                     where, _contrast(claim, verdict), claim.reported or "–",
+                     where, _contrast(verdict), claim.reported or "–",
                      f"**{verdict.status}**: {verdict.why}"])
     return markdown_table(["claim", "contrast", "read at", "measured (mean [95% CI] over seeds)", "source reports",
                            "verdict"], rows)

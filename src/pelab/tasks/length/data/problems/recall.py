@@ -1,10 +1,10 @@
 """**Associative recall** (multi-query associative recall, MQAR; Arora et al. 2024, Zoology,
 https://arxiv.org/abs/2312.04927), the study's retrieval task: a row holds n key–value pairs, then every key once as
 a query, in random order; the answer to a query is the value that followed its key (K keys and K values, chance
-1/K). Its floor is not chance: answering every query with the row's commonest value, which reads no order (the values
-as a bag), is right on that value's share of the row's n values, so a model that has learned only to copy the
-values of its context sits there. Its length n is its
-number of pairs, so beyond N a row holds more pairs (distractors) as well as longer distances. The rows
+1/K). Its floor is not chance: answering every query with the row's commonest value, which reads no order (the
+values as a bag), is right on that value's share of the row's n values, so a model that has learned only to copy
+the values of its context sits there. Its length n is its number of pairs, so beyond N a row holds more pairs
+(distractors) as well as longer distances. The rows
 `<scheme>+spread` are the same runs on the other way of going long: N pairs spread over the context of n pairs, the
 other slots holding value tokens that no query matches (n = N+1..M; within N the rows are the plain ones). No
 training row has value tokens where a key would stand, so a `+spread` row measures that novel pattern as well as
