@@ -69,3 +69,19 @@ def test_the_claims_table_states_each_contrast_beside_its_verdict():
     table = claims_table(rows({"cope": [0.8, 0.82, 0.79, 0.81, 0.8], "rope": [0.7, 0.71, 0.69, 0.7, 0.72]}, 0.6),
                          [CLAIM])
     assert "`cope` − `rope`" in table and "+0.100 [" in table and "**held**: on 5 of 5 seeds" in table
+
+
+def test_a_floor_claim_reads_chance_where_the_task_records_no_floor_and_no_reading_without_either():
+    """A problem no order-free answer beats (reverse) records chance, not a floor: that is what the winner clears."""
+    claim = Claim("r", "rand beats", "src", "rand_sinusoidal", "sinusoidal", "reverse", "beyond", "token_accuracy",
+                  "higher", floor=True)
+    values = {"rand_sinusoidal": [0.30, 0.31, 0.29, 0.30, 0.31], "sinusoidal": [0.20, 0.21, 0.20, 0.19, 0.21]}
+    def with_chance(values, chance):
+        return pd.concat([rows(values, task="reverse"), pd.DataFrame([{
+            "task": "reverse", "pe": "sinusoidal", "seed": 0, "split": "task", "metric": "chance", "value": chance,
+            "length": "all"}])])
+
+    verdict = judge(with_chance(values, 0.25), claim)
+    assert verdict.status == HELD and verdict.floor == 0.25 and "above the floor 0.250" in verdict.why
+    assert judge(with_chance(values, 0.5), claim).status == NO_READING  # both at or below chance
+    assert judge(rows(values, task="reverse"), claim).status == NO_READING  # neither floor nor chance recorded

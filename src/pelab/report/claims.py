@@ -73,9 +73,14 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
 
 
 def _floor(records: pd.DataFrame, claim: Claim) -> float | None:
-    found = records[(records["task"] == claim.task) & (records["split"] == "task")
-                    & (records["metric"] == f"floor_{claim.split}")]["value"]
-    return None if found.empty else float(found.iloc[0])
+    """The task's in-context floor at the claim's split (``floor_<split>``), or its chance where the task records no
+    floor (a problem no order-free answer beats: chance is its floor); None where it records neither."""
+    for metric in (f"floor_{claim.split}", "chance"):
+        found = records[(records["task"] == claim.task) & (records["split"] == "task")
+                        & (records["metric"] == metric)]["value"]
+        if not found.empty:
+            return float(found.iloc[0])
+    return None
 
 
 def judge(records: pd.DataFrame, claim: Claim) -> Verdict:
@@ -93,6 +98,8 @@ def judge(records: pd.DataFrame, claim: Claim) -> Verdict:
     contrast = summarize(diffs)
     agree = sum(sign * d > 0 for d in diffs)
     floor = _floor(records, claim) if claim.floor else None
+    if claim.floor and floor is None:
+        return Verdict(NO_READING, f"`{claim.task}` records no floor nor chance to clear", contrast, agree)
     mean_mine, mean_theirs = (sum(v[s] for s in seeds) / len(seeds) for v in (mine, theirs))
     if floor is not None and sign * (mean_mine - floor) <= 0 and sign * (mean_theirs - floor) <= 0:
         return Verdict(NO_READING, f"both at or below the floor {floor:.3f}", contrast, agree, floor)

@@ -137,9 +137,10 @@ class Counting(Problem):
     def in_context_floor(self, cfg: LengthDataConfig, n: int) -> float:
         """The strongest answer that reads no order: for each number of resets and increments of the query's variable
         (what a model that sees the statements as a bag can count; a NoPE encoder sees no more), the count most often
-        right, fitted on 2,048 programs drawn as the data are and scored on 2,048 others (fixed generators, so the
-        same number every time; its standard error is at most 0.011). It covers the commonest count and the
-        increments counted with resets ignored, each one such table."""
+        right, fitted on 2,048 programs of the data's generator and scored on 2,048 others (fixed generators, so the
+        same number every time; its standard error is at most 0.011). The programs are not made distinct as the
+        data's rows are, so at the smallest n, where the rows cover most programs, the mix differs a little. It
+        covers the commonest count and the increments counted with resets ignored, each one such table."""
         return _count_floor(self, cfg.train_max, n)
 
 
