@@ -1,4 +1,4 @@
-"""Claims as data (``pelab.report.claims``): each record names a registered scheme, task and split, and the report
+"""Claims as data (``pelab.analysis.claims``, ``pelab.report.claims``): each record names a registered scheme, task and split, and the report
 judges it on the runs: held, not held, no reading (both at or below the floor) or not run, paired by seed."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from pelab.positional import check_scheme
-from pelab.report.claims import HELD, NO_READING, NOT_HELD, NOT_RUN, Claim, claims_table, judge, load_claims
+from pelab.analysis.claims import HELD, NO_READING, NOT_HELD, NOT_RUN, Claim, judge, load_claims
+from pelab.report.claims import claims_table
 from pelab.tasks import get_task
 
 
@@ -85,3 +86,17 @@ def test_a_floor_claim_reads_chance_where_the_task_records_no_floor_and_no_readi
     assert verdict.status == HELD and verdict.floor == 0.25 and "above the floor 0.250" in verdict.why
     assert judge(with_chance(values, 0.5), claim).status == NO_READING  # both at or below chance
     assert judge(rows(values, task="reverse"), claim).status == NO_READING  # neither floor nor chance recorded
+
+
+def test_the_headline_holds_each_claims_verdict_and_each_tasks_ranking_metric():
+    """reports/headline.json (``aggregate.headline``): what ``dvc metrics`` reads, a verdict and a contrast per claim
+    and each task's ``ranked_by`` metric per scheme, nothing per seed."""
+    from pelab.aggregate import headline, summary_table
+
+    records = rows({"cope": [0.8, 0.82, 0.79, 0.81, 0.8], "rope": [0.7, 0.71, 0.69, 0.7, 0.72]}, 0.6)
+    records = pd.concat([records, records[records["split"] == "beyond"].assign(metric="exact_match")])
+    found = headline(records, summary_table(records))
+    assert found["claims"]["cope-counting"] == {"verdict": HELD, "contrast": pytest.approx(0.1)}
+    assert found["claims"]["rope-translation"] == {"verdict": NOT_RUN, "contrast": None}
+    assert set(found) == {"claims", "count_causal"} and set(found["claims"]) == {c.id for c in load_claims()}
+    assert found["count_causal"] == {"token_long": {"cope": pytest.approx(0.804), "rope": pytest.approx(0.704)}}

@@ -69,14 +69,21 @@ def test_every_length_scheme_is_ranked_at_its_tuned_rate(study):
 
 def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
     project, full, _ = study
-    shown = run(["dvc", "metrics", "show"], project)
+    shown = run(["dvc", "metrics", "show", "--json"], project)
     report = (project / "reports/report.md").read_text()
     summary = json.loads((project / "reports/summary.json").read_text())
+    # the one metrics file: the headline, every claim's verdict and each task's ranking metric per scheme
+    headline = json.loads(shown)["workspace"]["data"]["reports/headline.json"]["data"]
+    assert headline == json.loads((project / "reports/headline.json").read_text())
+    from pelab.analysis.claims import load_claims
+
+    assert set(headline["claims"]) == {c.id for c in load_claims()}
     for tasks, schemes in ((s.values(full, s.tasks_key), s.values(full, s.schemes_key)) for s in STUDIES):
         for task in tasks:
             assert sorted(summary[task]) == sorted(schemes), task
+            (ranked, values), = headline[task].items()
+            assert sorted(values) == sorted(schemes) and all(v is not None for v in values.values()), task
             for scheme in schemes:
-                assert f"reports/metrics/{task}/{scheme}.json" in shown
                 assert f"`{scheme}`" in report
                 metrics = json.loads((project / f"reports/metrics/{task}/{scheme}.json").read_text())
                 assert metrics and all(value is not None for value in metrics.values()), (task, scheme, metrics)
@@ -93,7 +100,7 @@ def test_the_report_and_metrics_name_every_scheme_of_every_task(study):
     said = {get_task(t).statement()["statement"] for t in length}
     assert len(said) == len(PROBLEMS) and all(report.count(text) == 1 for text in said)  # each problem states itself
     assert "in-context floor" in report
-    from pelab.report.claims import load_claims
+    from pelab.analysis.claims import load_claims
 
     assert [line for line in report.splitlines() if line.startswith("## ")][0] == "## Claims"  # it opens with them
     assert all(f"**{claim.id}**" in report for claim in load_claims())  # every claim judged, whatever the verdict

@@ -368,8 +368,9 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
             theta, m = scaled_inverse_frequencies(variant.rope_type, net.pe.head_dim, net.pe.base, factor, context,
                                                   length)
             assert torch.allclose(pe.inverse_frequencies, theta.float()) and pe.attention_factor == m
-    # the remappings: w = L/2 at every length; Self-Extend's group keeps each remapped distance below L
-    assert [(pe.window, pe.group) for _, pe in by_variant["_rerope"]] == [(30, None)] * 3
+    # the remappings: w = L/8 for ReRoPE (its reference's, with log-n), L/2 for Self-Extend, whose group keeps each
+    # remapped distance below L
+    assert [(pe.window, pe.group, pe.log_n) for _, pe in by_variant["_rerope"]] == [(7, None, 60)] * 3
     assert [(pe.window, pe.group) for _, pe in by_variant["_selfextend"]] == [(30, 3), (30, 15)]
     assert [(pe.window, pe.sinks) for _, pe in by_variant["_streaming"]] == [(56, 4)] * 2  # a cache of L
     # the plain rows stand for PI at L; yarn's at L are its own

@@ -347,10 +347,13 @@ def test_exp_run_one_scheme_reuses_cached_runs_and_metrics_diff_and_a_task_s_own
     assert trained(out) - {t for t in trained(out) if t.startswith("copy ")} == {f"addition_causal rope seed {k}"
                                                                                    for k in SEEDS}
     diff = run(["dvc", "metrics", "diff", "--all"], project)
-    assert "reports/metrics/copy/t5.json" in diff and "exact" in diff
+    assert "reports/headline.json" in diff and "copy.token_long.t5" in diff and "reports/metrics/" not in diff
     shown = run(["pelab", "experiments", "--all-metrics"], project)  # side by side, narrow: a column each
-    assert "| `copy.train.steps` | 25 | 20 |" in shown and "| copy · t5 · exact |" in shown and "main_runs" not in shown
-    assert max(map(len, shown.splitlines())) <= 160, shown
+    assert "| `copy.train.steps` | 25 | 20 |" in shown and "| copy · token_long · t5 |" in shown
+    assert "| claim · positions-copy |" in shown and "main_runs" not in shown
+    assert max(map(len, shown.splitlines())) <= 120, shown
+    ledger = run(["pelab", "claims"], project)  # the claims across the experiments, by size
+    assert "(smoke) | holds from |" in ledger.splitlines()[0] and "| rope-translation |" in ledger
     assert sorted(p.name for p in (project / "reports/metrics/copy").iterdir()) == ["t5.json"]
     assert sorted(p.name for p in (project / "reports/metrics/addition_causal").iterdir()) == ["none.json",
                                                                                                "rope.json"]

@@ -51,6 +51,20 @@ def test_rerope_reads_every_distance_from_w_on_as_w(causal):
     assert_close(remapped.logits(q, k, pos, pos), expected, atol=1e-5, rtol=1e-5)
 
 
+def test_rerope_scales_each_query_beyond_l_by_log_n_as_its_reference_does():
+    """bojone/rerope: q_i × max(1, ln(i + 1) / ln L) before both rotations, so every logit of row i scales by it: 1 on
+    the trained positions (i < L), ln(i + 1) / ln L beyond."""
+    pe, (q, k) = trained(), qk(40)
+    pos = torch.arange(40)
+    plain = RemappedRotary(pe, window=2, group=None)
+    scaled = RE_ROPE.module(pe, 40, 16, 40)
+    assert (scaled.window, scaled.log_n) == (2, 16)
+    factor = ((pos.double() + 1).log() / math.log(16)).clamp(min=1.0)
+    assert torch.equal(factor[:16], torch.ones(16)) and factor[39] == pytest.approx(math.log(40) / math.log(16))
+    scaled_q = q * factor.float()[:, None]  # the reference scales the query itself
+    assert_close(scaled.logits(q, k, pos, pos), plain.logits(scaled_q, k, pos, pos), atol=1e-5, rtol=1e-5)
+
+
 def reference_neighbour_mask(t: int, window: int) -> torch.Tensor:
     """datamllab/LongLM's neighbour mask for a whole row (q_len = kv_seq_len), as its Llama patch builds it."""
     mask = torch.tril(torch.ones(t, t))
@@ -116,7 +130,7 @@ def test_the_settings_keep_every_remapped_distance_under_l_and_self_extend_is_th
     trained_length = 64
     for remapping in (RE_ROPE, SELF_EXTEND):
         pe = remapping.module(trained(), length, trained_length, 512)
-        assert pe.window == 32
+        assert pe.window == (8 if remapping is RE_ROPE else 32)  # ReRoPE's reference: w = 512 of L = 4,096
         pos = torch.arange(length)
         q_at, k_at = pe.far_positions(pos, pos, 1)
         d = pos[:, None] - pos[None, :]
@@ -127,14 +141,14 @@ def test_the_settings_keep_every_remapped_distance_under_l_and_self_extend_is_th
 
 
 def test_a_remapped_model_reads_as_its_formula_whole_and_token_by_token():
-    """On a causal model: within w (ReRoPE) or L (Self-Extend) the trained model; the whole row equals incremental
-    decoding (the cache keeps its keys' positions), as every LM evaluation reads it."""
+    """On a causal model: up to w + 1 tokens, w = L/8 (ReRoPE: a distance of w reads as w), or L (Self-Extend) the
+    trained model; the whole row equals incremental decoding (the cache keeps its keys' positions), as every LM evaluation reads it."""
     model = build_sequence_model("rope", 11, ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32),
                                  scheme_options("rope"), 0, causal=True).eval()
     x = torch.randint(0, 11, (2, 40), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         plain, _ = model(x)
-        for remapping, same_up_to in ((RE_ROPE, 8), (SELF_EXTEND, 16), (STREAMING, 16)):
+        for remapping, same_up_to in ((RE_ROPE, 3), (SELF_EXTEND, 16), (STREAMING, 16)):
             for length in (same_up_to, 40):
                 read = model.with_positional(remapping.module(model.pe, length, 16, 40))
                 whole, _ = read(x[:, :length])

@@ -139,3 +139,50 @@ def test_the_crop_baseline_reads_every_scored_token_from_exactly_the_l_tokens_be
                 losses.append(float(torch.nn.functional.cross_entropy(logits[0, -1], doc[target])))
     assert count == len(losses) == 24 and nll == pytest.approx(sum(losses) / len(losses), rel=1e-5)
     assert cropped_nll(model, docs, window, 7, torch.device("cpu")) == pytest.approx((nll, count), rel=1e-5)
+
+
+@pytest.mark.parametrize("targets", [None, 1, 3, 4, 12])
+def test_perplexity_over_the_first_targets_scores_each_as_the_sliding_window_reads_it(targets):
+    """``perplexity(…, targets=k)``: the first k targets of each speech, each read as the last S of a window of L (the
+    sliding protocol's block), the rest of a block left unscored; None scores all N."""
+    from pelab.tasks.lm.evaluate import perplexity
+
+    model = build_sequence_model("rope", 13, CFG, scheme_options("rope"), seed=2, causal=True).eval()
+    generator = torch.Generator().manual_seed(4)
+    docs = [torch.randint(0, 13, (2 * 12 + 1,), generator=generator) for _ in range(2)]  # N = 12 targets each
+    window, stride = 6, 4
+    losses = []
+    with torch.no_grad():
+        for doc in docs:
+            for i in range(12 if targets is None else targets):  # target 13 + i, in block i // S at place i % S
+                start = 12 + (i // stride) * stride - (window - stride)
+                logits, _ = model(doc[start:start + window][None])
+                place = window - stride + i % stride
+                losses.append(float(torch.nn.functional.cross_entropy(logits[0, place], doc[start + place + 1])))
+    nll, count, _ = perplexity(model, docs, window, stride, 5, torch.device("cpu"), targets)
+    assert count == len(losses) and nll == pytest.approx(sum(losses) / len(losses), rel=1e-5)
+
+
+def test_the_crop_control_is_the_better_of_its_two_reads_and_never_worse_than_the_run_at_l():
+    """``crop``: the last-position read and the sliding read at L, each recorded, the control the lower of the two at
+    every T; with every target scored, its sliding read is the run's own sliding perplexity at L."""
+    from types import SimpleNamespace
+
+    from pelab.tasks.lm.evaluate import crop, cropped_nll, perplexity
+
+    model = build_sequence_model("rope", 13, CFG, scheme_options("rope"), seed=2, causal=True).eval()
+    generator = torch.Generator().manual_seed(4)
+    docs = [torch.randint(0, 13, (2 * 16 + 1,), generator=generator) for _ in range(3)]  # N = 16 targets each
+    cfg = SimpleNamespace(data=SimpleNamespace(context=8),
+                          eval=SimpleNamespace(crop_targets=None, batch_size=4, sliding_stride=0.5))
+    rows = crop(model, cfg, SimpleNamespace(test=docs), torch.device("cpu"), [8, 16])
+    value = {(r["split"], r["length"], r["metric"]): r["value"] for r in rows}
+    last = math.exp(cropped_nll(model, docs, 8, 4, torch.device("cpu"))[0])
+    sliding = math.exp(perplexity(model, docs, 8, 4, 4, torch.device("cpu"))[0])
+    assert value["at_L_crop", "all", "ppl_last"] == pytest.approx(last, rel=1e-6)
+    assert value["at_L_crop", "all", "ppl_sliding_read"] == pytest.approx(sliding, rel=1e-6)
+    for protocol in ("window_crop", "sliding_crop"):
+        for length in (8, 16):
+            assert value[protocol, length, "ppl"] == pytest.approx(min(last, sliding), rel=1e-6)
+            assert value[protocol, length, "ppl"] <= sliding * (1 + 1e-9)
+            assert value[protocol, length, "tokens"] == 3 * 16

@@ -1,7 +1,8 @@
 """Gather the records of this study's runs — training cost and curves (written by training), evaluation
 metrics (written by evaluation), and each task's comparisons of a run with the reference scheme's run of its seed
-(``Task.paired_records``: sacreBLEU's paired bootstrap of the translations) — into one tidy table, the metrics files
-``dvc metrics`` reads (reports/metrics/<task>/<scheme>.json, a handful of numbers each), a summary with every
+(``Task.paired_records``: sacreBLEU's paired bootstrap of the translations) — into one tidy table, the headline
+``dvc metrics`` reads (reports/headline.json: the claims' verdicts, each task's ranking metric), the key metrics
+(reports/metrics/<task>/<scheme>.json, a handful of numbers each), a summary with every
 headline statistic (reports/summary.json), and the curve files ``dvc plots`` reads.
 
 Only the (task, scheme, seed) runs of params are read, so runs of other schemes or seeds that are still on
@@ -97,6 +98,23 @@ def key_metrics(summary: dict) -> dict:
     return out
 
 
+def headline(records: pd.DataFrame, summary: dict) -> dict:
+    """reports/headline.json, the one file ``dvc metrics`` and ``dvc exp show`` read (a few numbers per study, so
+    that experiments compare in a terminal): every claim's verdict and measured contrast (``pelab.analysis.claims``),
+    and each task's ranking metric (``Task.ranked_by``), the mean over seeds per scheme. Per-run and per-scheme
+    numbers stay in reports/metrics/, summary.json and records.csv."""
+    from pelab.analysis.claims import verdicts
+
+    claims = {claim.id: {"verdict": verdict.status,
+                         "contrast": None if verdict.contrast is None else _finite(round(verdict.contrast["mean"], 4))}
+              for claim, verdict in verdicts(records)}
+    tasks: dict = {}
+    for task, schemes in key_metrics(summary).items():
+        name, _ = get_task(task).ranked_by
+        tasks[task] = {name: {scheme: entry[name] for scheme, entry in schemes.items() if name in entry}}
+    return {"claims": claims, **tasks}
+
+
 def curve_means(curves: pd.DataFrame, value: str) -> pd.DataFrame:
     """Mean over seeds of ``value`` per (task, pe, step), as rows for ``dvc plots``."""
     grouped = curves.groupby(["task", "pe", "step"], sort=False)[value]
@@ -112,8 +130,9 @@ def study_record(params: Params) -> dict:
 
 def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: Path, summary_path: Path,
               records_path: Path, plots_dir: Path, study_path: Path | None = None,
-              tuning_path: Path | None = None) -> None:
-    """Write metrics_dir/<task>/<scheme>.json (key metrics), summary_path (every headline statistic),
+              tuning_path: Path | None = None, headline_path: Path | None = None) -> None:
+    """Write headline_path (``headline``: the claims' verdicts and each task's ranking metric, what ``dvc metrics``
+    reads), metrics_dir/<task>/<scheme>.json (key metrics), summary_path (every headline statistic),
     records_path (every record), plots_dir (curves for ``dvc plots``), study_path (the study's params as plain
     data, ``Params.to_dict``, and each task's ``statement``: what the report reads instead of running task code) and tuning_path (the
     ranking at the shared and at the tuned learning rates, ``pelab.tuned_ranking``)."""
@@ -125,6 +144,8 @@ def aggregate(params: Params, runs_root: Path, results_root: Path, metrics_dir: 
             for scheme, entry in schemes.items():
                 io.write_json(tmp / task / f"{scheme}.json", entry)
     io.write_json(summary_path, summary)
+    if headline_path is not None:
+        io.write_json(headline_path, headline(records, summary))
     if study_path is not None:
         io.write_json(study_path, study_record(params))
     if tuning_path is not None:

@@ -255,13 +255,23 @@ def parallel(overrides: tuple[str, ...], workers: int, timeout_min: float) -> No
 
 @main.command()
 @click.option("--all-metrics", is_flag=True, help="also the metrics equal in every experiment")
-@click.option("--task", default=None, help="only this task's metrics")
+@click.option("--task", default=None, help="only this task's headline metric")
 def experiments(all_metrics: bool, task: str | None) -> None:
     """Experiments side by side, one column each (`dvc exp show`'s rows, narrow): the params that differ between
-    them (not the composed items), then each task, scheme and metric whose value differs."""
+    them (not the composed items), then the headline: each claim's verdict and each task's ranking metric per scheme,
+    where they differ."""
     from pelab.experiments import show
 
     click.echo(show(".", all_metrics, task))
+
+
+@main.command()
+def claims() -> None:
+    """The claims ledger across experiments (`dvc exp show`'s, each with its profile): every claim's verdict and
+    measured contrast per experiment, ordered by size, and the profile it starts to hold at."""
+    from pelab.experiments import show_ledger
+
+    click.echo(show_ledger("."))
 
 
 @main.command()

@@ -1,11 +1,13 @@
 """Experiments side by side, narrow: what ``dvc exp show`` holds, as one table a terminal can show.
 
-``dvc exp show`` gives a column to every param of params.yaml and every metric file: the composed (task, scheme)
-items the stages loop over (``StudyRecord.runs_key``) alone are a few hundred, and every metric file is per (task,
-scheme), so at pelab's size it prints some 400 columns, "…" in each. Here each experiment is a **column** and each
-row one thing that differs: first the params that differ between the experiments shown (the composed items left
-out: they follow from the lists and options), then each (task, scheme, metric) whose value differs, or every one
-with ``all_metrics``. Read from ``dvc exp show --json`` (DVC 3's layout: a baseline per row with its experiments).
+``dvc exp show`` gives a column to every param of params.yaml and every metric: the composed (task, scheme) items
+the stages loop over (``StudyRecord.runs_key``) alone are a few hundred, so at pelab's size it prints some 300
+columns, "…" in each. Here each experiment is a **column** and each row one thing that differs: first the params
+that differ between the experiments shown (the composed items left out: they follow from the lists and options),
+then the headline (reports/headline.json, the one metrics file: ``pelab.aggregate.headline``) — each claim's verdict
+and measured contrast, then each task's ranking metric per scheme — where it differs, or all of it with
+``all_metrics``. Read from ``dvc exp show --json`` (DVC 3's layout: a baseline per row with its experiments).
+``ledger`` is the claims alone across the experiments, by profile: at which size each claim starts to hold.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRICS_DIR = "reports/metrics"  # reports/metrics/<task>/<scheme>.json (the aggregate stage's key metrics)
+HEADLINE = "reports/headline.json"  # the aggregate stage's headline: the claims' verdicts, each task's ranking metric
 MISSING = "–"
+# the profiles from the smallest model and budget to the largest (a ledger's columns; others after them, by name)
+SIZES = ("smoke", "quick", "medium", "full_shape", "full")
 
 
 @dataclass
 class Experiment:
     name: str  # "workspace", the baseline's branch or short rev, or the experiment's name
     params: dict[str, Any] = field(default_factory=dict)  # flat: "copy.train.steps" -> 25
-    metrics: dict[tuple[str, str, str], float] = field(default_factory=dict)  # (task, scheme, metric) -> value
+    metrics: dict[tuple[str, str, str], float] = field(default_factory=dict)  # (task, metric, scheme) -> value
+    claims: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # id -> (verdict, contrast)
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -46,13 +51,19 @@ def _experiment(name: str, data: dict[str, Any], composed: tuple[str, ...]) -> E
             if key.split(".", 1)[0] not in composed:
                 exp.params[key if file == "params.yaml" else f"{file}:{key}"] = value
     for file, values in (data.get("metrics") or {}).items():
-        parts = Path(file).parts
-        if len(parts) < 2 or Path(file).suffix != ".json" or not file.startswith(METRICS_DIR + "/"):
+        if Path(file).as_posix() != HEADLINE:
             continue
-        task, scheme = parts[-2], Path(file).stem
-        for metric, value in _flat((values or {}).get("data") or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                exp.metrics[(task, scheme, metric)] = float(value)
+        found = (values or {}).get("data") or {}
+        for claim, said in (found.get("claims") or {}).items():
+            contrast = said.get("contrast")
+            exp.claims[claim] = (str(said.get("verdict", MISSING)), None if contrast is None else float(contrast))
+        for task, metrics in found.items():
+            if task == "claims" or not isinstance(metrics, dict):
+                continue
+            for metric, schemes in metrics.items():
+                for scheme, value in (schemes or {}).items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        exp.metrics[(task, metric, scheme)] = float(value)
     return exp
 
 
@@ -77,28 +88,85 @@ def _cell(value: Any, width: int = 24) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def table(experiments: list[Experiment], all_metrics: bool = False, task: str | None = None) -> str:
-    """A Markdown table: one column per experiment; the params that differ, then the metrics (``all_metrics``: also
-    those equal in every experiment; ``task``: only its metrics)."""
-    if not experiments:
-        return "no experiments (dvc exp show lists none)"
-    params = sorted({k for e in experiments for k in e.params})
-    changed = [k for k in params if len({json.dumps(e.params.get(k), sort_keys=True) for e in experiments}) > 1]
-    metrics = sorted({k for e in experiments for k in e.metrics if task is None or k[0] == task})
-    if not all_metrics:
-        metrics = [k for k in metrics if len({e.metrics.get(k) for e in experiments}) > 1]
-    header = ["", *(e.name for e in experiments)]
-    rows = [[f"`{k}`", *(_cell(e.params.get(k)) for e in experiments)] for k in changed]
-    rows += [[f"{t} · {s} · {m}", *(_cell(e.metrics.get((t, s, m))) for e in experiments)] for t, s, m in metrics]
-    if not rows:
-        return "the experiments differ in no param and no metric"
+def _said(found: tuple[str, float | None] | None) -> str:
+    """A claim's cell: its verdict, with the measured contrast where it has one ("held +0.301")."""
+    if found is None:
+        return MISSING
+    verdict, contrast = found
+    return verdict if contrast is None else f"{verdict} {contrast:+.3g}"
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
-def show(repo: str | Path = ".", all_metrics: bool = False, task: str | None = None) -> str:
-    """``table`` of what ``dvc exp show --json`` prints in ``repo``."""
+def table(experiments: list[Experiment], all_metrics: bool = False, task: str | None = None) -> str:
+    """A Markdown table: one column per experiment; the params that differ, then the claims and the metrics of the
+    headline (``all_metrics``: also those equal in every experiment; ``task``: only its claims and metrics)."""
+    if not experiments:
+        return "no experiments (dvc exp show lists none)"
+    params = sorted({k for e in experiments for k in e.params})
+    changed = [k for k in params if len({json.dumps(e.params.get(k), sort_keys=True) for e in experiments}) > 1]
+    claims = list(dict.fromkeys(c for e in experiments for c in e.claims))
+    metrics = sorted({k for e in experiments for k in e.metrics if task is None or k[0] == task})
+    if not all_metrics:
+        claims = [c for c in claims if len({e.claims.get(c) for e in experiments}) > 1]
+        metrics = [k for k in metrics if len({e.metrics.get(k) for e in experiments}) > 1]
+    header = ["", *(e.name for e in experiments)]
+    rows = [[f"`{k}`", *(_cell(e.params.get(k)) for e in experiments)] for k in changed]
+    rows += [[f"claim · {c}", *(_said(e.claims.get(c)) for e in experiments)] for c in claims if task is None]
+    rows += [[f"{t} · {m} · {s}", *(_cell(e.metrics.get((t, m, s))) for e in experiments)] for t, m, s in metrics]
+    if not rows:
+        return "the experiments differ in no param and no headline number"
+    return _markdown(header, rows)
+
+
+def _size(profile: str) -> tuple[int, str]:
+    return (SIZES.index(profile) if profile in SIZES else len(SIZES), profile)
+
+
+def starts_to_hold(by_profile: dict[str, list[str]]) -> str:
+    """The smallest profile from which every experiment of that size and of every larger one that read the claim
+    held it ("–" where none does): {profile: the verdicts of its experiments}."""
+    read = {p: v for p, v in by_profile.items() if any(x not in ("not run at this profile", MISSING) for x in v)}
+    start = MISSING
+    for profile in sorted(read, key=_size, reverse=True):
+        if not all(v.startswith("held") for v in read[profile]):
+            break
+        start = profile
+    return start
+
+
+def ledger(experiments: list[Experiment]) -> str:
+    """The claims across experiments: a column per experiment (its name and profile), ordered by size, and the
+    profile each claim starts to hold at (``starts_to_hold``)."""
+    ran = sorted([e for e in experiments if e.claims], key=lambda e: _size(str(e.params.get("profile", "?"))))
+    if not ran:
+        return "no experiment has a headline with claims (run `dvc exp run -S profile=quick`, then `dvc exp show`)"
+    claims = list(dict.fromkeys(c for e in ran for c in e.claims))
+    header = ["claim", *(f"{e.name} ({e.params.get('profile', '?')})" for e in ran), "holds from"]
+    rows = []
+    for claim in claims:
+        by_profile: dict[str, list[str]] = {}
+        for e in ran:
+            by_profile.setdefault(str(e.params.get("profile", "?")), []).append(_said(e.claims.get(claim)))
+        rows.append([claim, *(_said(e.claims.get(claim)) for e in ran), starts_to_hold(by_profile)])
+    return _markdown(header, rows)
+
+
+def _shown(repo: str | Path) -> list[Experiment]:
     proc = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ValueError(f"dvc exp show failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-    return table(read(json.loads(proc.stdout or "[]")), all_metrics, task)
+    return read(json.loads(proc.stdout or "[]"))
+
+
+def show(repo: str | Path = ".", all_metrics: bool = False, task: str | None = None) -> str:
+    """``table`` of what ``dvc exp show --json`` prints in ``repo``."""
+    return table(_shown(repo), all_metrics, task)
+
+
+def show_ledger(repo: str | Path = ".") -> str:
+    """``ledger`` of what ``dvc exp show --json`` prints in ``repo``."""
+    return ledger(_shown(repo))

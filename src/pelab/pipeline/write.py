@@ -31,6 +31,7 @@ HEADER = """\
 """
 TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
 SCHEMES_FILE = "src/pelab/positional/schemes.yaml"  # never a whole-file dependency of a run stage (pelab.closure)
+CLAIMS_FILE = "src/pelab/report/claims.yaml"  # the claims the aggregate stage judges for the headline
 SCHEME_RECORDS = "reports/schemes"  # the check stage's records of what each scheme is trained from (runner.scheme_records)
 WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
 CHECKED = "reports/params_checked.txt"  # the check stage's output, which every prepare stage reads
@@ -302,12 +303,13 @@ def root_stages() -> dict[str, dict[str, Any]]:
         "aggregate": {
             "cmd": "python stages/aggregate.py --runs runs --results results --metrics reports/metrics "
                    "--summary reports/summary.json --records reports/records.csv --plots reports/plots "
-                   "--study reports/study.json --tuning reports/tuning.json",
-            "deps": [*_ordered(_root_deps("aggregate.py") | {SCHEMES_FILE}), "runs", "results"],
+                   "--study reports/study.json --tuning reports/tuning.json --headline reports/headline.json",
+            "deps": [*_ordered(_root_deps("aggregate.py") | {SCHEMES_FILE, CLAIMS_FILE}), "runs", "results"],
             # every key reports/study.json holds: the report reads the study from it, not from params.yaml
             "params": ["profile", *study_keys, "seeds", "reference", "tune", "positional", *sections],
-            "metrics": [{"reports/metrics": {"cache": False}}],
-            "outs": [{"reports/summary.json": {"cache": False}}, "reports/records.csv",
+            "metrics": [{"reports/headline.json": {"cache": False}}],
+            "outs": [{"reports/metrics": {"cache": False}}, {"reports/summary.json": {"cache": False}},
+                     "reports/records.csv",
                      {"reports/plots": {"cache": False}}, {"reports/study.json": {"cache": False}},
                      {"reports/tuning.json": {"cache": False}}],
         },
@@ -343,9 +345,10 @@ ROOT_COMMENTS = {
     "check": "params.yaml checked before any other stage (every prepare stage reads its output, which never changes):\n"
              "a bad study list, task section or scheme option stops `dvc repro` and `dvc exp run` here, in one line\n"
              "naming the value and the valid choices, before any data is prepared or any run trained.",
-    "aggregate": "Every study's runs and results -> the metrics (`dvc metrics show`), the summary (`pelab summary`),\n"
-                 "records.csv, the curves' CSVs (kept in git, so `dvc plots diff` works without a remote), the\n"
-                 "study's params as plain data (reports/study.json, what the report reads) and the tuned ranking.",
+    "aggregate": "Every study's runs and results -> the headline (`dvc metrics show`: the claims' verdicts and each\n"
+                 "task's ranking metric), the key metrics, the summary (`pelab summary`), records.csv, the curves'\n"
+                 "CSVs (kept in git, so `dvc plots diff` works without a remote), the study's params as plain data\n"
+                 "(reports/study.json, what the report reads) and the tuned ranking.",
     "report": "reports/report.md and its figures, from files only: the report runs no model and imports no task,\n"
               "model or training code. The figures are DVC image plots: `dvc plots diff <rev>` shows them.",
 }

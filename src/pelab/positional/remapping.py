@@ -3,7 +3,9 @@ a trained ``rope`` model reads a row longer than its training length L with ever
 meets mapped into the range it was trained on, the nearest keys (|d| < w) left exact.
 
 * ``ReRoPE`` (Su 2023, https://kexue.fm/archives/9708; reference bojone/rerope, ``rerope_patch.py``): distances from
-  w on read as w: the logit of a far key is q_i rotated to position w against k_j at position 0.
+  w on read as w: the logit of a far key is q_i rotated to position w against k_j at position 0; and, as the
+  reference does, every query q_i scaled by max(1, ln(i + 1) / ln L) before either rotation (log-n scaling: 1 on the
+  trained positions), with w = L/8 (the reference's 512 for 4,096).
 * ``SelfExtend`` (Jin et al., ICML 2024, https://arxiv.org/abs/2401.01325, eq. 3–4; reference datamllab/LongLM,
   ``self_extend_patch/Llama.py``): far keys grouped by floor division by G, the query shifted so that the groups
   continue from the neighbour window: d → ⌊i/G⌋ − ⌊j/G⌋ + w − ⌊w/G⌋ for d ≥ w (as the reference's flash path
@@ -19,7 +21,8 @@ meets mapped into the range it was trained on, the nearest keys (|d| < w) left e
   at their places in a cache. Within L no key is dropped: the trained model.
   Retrieval of a key more than w back scores zero by construction, as crop does; perplexity is the question.
 
-pelab's settings, the same for every run: w = L/2 (StreamingLLM: L − 4), and Self-Extend's G the smallest group size that keeps every
+pelab's settings, the same for every run: w = L/8 for ReRoPE (its reference's), L/2 for Self-Extend (StreamingLLM:
+L − 4), and Self-Extend's G the smallest group size that keeps every
 remapped distance of a row of T tokens under L, ⌊(T − 1)/G⌋ + w − ⌊w/G⌋ ≤ L − 1 (about (T − w)/(L − w): the paper's
 longest reach (L − w)·G + w), so G = 1 and Self-Extend is the trained model for T ≤ L, while ReRoPE changes distances from w on at every length.
 The LM scores them (perplexity and passkey retrieval beyond L, as their papers judge them); the length study does not
@@ -40,12 +43,20 @@ from pelab.positional.rope import RotaryPositionalEncoding
 class RemappedRotary(RotaryPositionalEncoding):
     """A trained ``rope`` module whose relative distances from ``window`` on are remapped: clamped to ``window``
     (``group`` None: ReRoPE) or grouped by ``group`` (Self-Extend). Evaluation only; its queries and keys are rotated
-    inside ``logits``, near and far, and the two logits chosen by distance."""
+    inside ``logits``, near and far, and the two logits chosen by distance; ``log_n`` > 0 (ReRoPE's reference: the
+    trained length L) scales query i's logits by max(1, ln(i + 1) / ln L)."""
 
-    def __init__(self, trained: RotaryPositionalEncoding, window: int, group: int | None, sinks: int = 0) -> None:
+    def __init__(self, trained: RotaryPositionalEncoding, window: int, group: int | None, sinks: int = 0,
+                 log_n: int = 0) -> None:
         super().__init__(d_model=trained.d_model, n_heads=trained.n_heads, causal=trained.causal,
                          n_layers=trained.n_layers, **vars(trained.options()))
-        self.window, self.group, self.sinks = window, group, sinks
+        self.window, self.group, self.sinks, self.log_n = window, group, sinks, log_n
+
+    def query_scale(self, q_pos: torch.Tensor) -> torch.Tensor:
+        """(Tq,) -> (Tq, 1): bojone/rerope's log-n factor max(1, ln(i + 1) / ln L) (1 where ``log_n`` is 0)."""
+        if not self.log_n or self.log_n < 2:
+            return torch.ones(q_pos.shape[0], 1)
+        return ((q_pos.double() + 1).log() / math.log(self.log_n)).clamp(min=1.0).float()[:, None]
 
     def rotate(self, q, k, q_pos, k_pos):
         return q, k  # rotated in ``logits``, at the remapped positions
@@ -70,7 +81,7 @@ class RemappedRotary(RotaryPositionalEncoding):
                           self._dot(q, k, *self.far_positions(q_pos, k_pos, 1)))
         if not self.causal:  # keys to the right: the mirror remapping
             out = torch.where(distance <= -self.window, self._dot(q, k, *self.far_positions(q_pos, k_pos, -1)), out)
-        return out
+        return out * self.query_scale(q_pos).to(out) if self.log_n else out
 
     def _cached(self, q, k, q_pos, k_pos, distance: torch.Tensor) -> torch.Tensor:
         """StreamingLLM: the sinks (k_pos < s) and the window (|d| < w) kept, the rest −inf; a sink read from the
@@ -100,14 +111,17 @@ class Remapping:
     identity_within: bool
     in_length_study: bool = False  # scored in the LM (perplexity, passkey), as their papers judge them; not the length study
     sinks: int = 0  # StreamingLLM's attention sinks (its default cache keeps 4)
+    window_share: int = 2  # w = L / window_share (ReRoPE's reference: 512 of 4,096, so 8)
+    log_n: bool = False  # ReRoPE's reference scales each query by max(1, ln(i + 1) / ln L)
 
     def module(self, trained: RotaryPositionalEncoding, length: int, trained_length: int,
                longest: int) -> RemappedRotary:
         """The remapping for rows of ``length`` tokens of a model trained on rows of ``trained_length``."""
         if self.sinks:  # a cache of L entries: s sinks and the L − s most recent
             return RemappedRotary(trained, max(1, trained_length - self.sinks), None, self.sinks)
-        window = max(1, trained_length // 2)
-        return RemappedRotary(trained, window, group_size(length, trained_length, window) if self.grouped else None)
+        window = max(1, trained_length // self.window_share)
+        return RemappedRotary(trained, window, group_size(length, trained_length, window) if self.grouped else None,
+                              log_n=trained_length if self.log_n else 0)
 
 
 def group_size(length: int, trained_length: int, window: int) -> int:
@@ -119,6 +133,6 @@ def group_size(length: int, trained_length: int, window: int) -> int:
     return group
 
 
-REMAPPINGS = (Remapping("_rerope", "ReRoPE", grouped=False, identity_within=False),
+REMAPPINGS = (Remapping("_rerope", "ReRoPE", grouped=False, identity_within=False, window_share=8, log_n=True),
               Remapping("_selfextend", "SelfExtend", grouped=True, identity_within=True),
               Remapping("_streaming", "StreamingLLM", grouped=False, identity_within=True, sinks=4))

@@ -79,20 +79,23 @@ def token_nll(model: SequenceTransformer, rows: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
-               device: torch.device) -> tuple[float, int, torch.Tensor]:
-    """docs: each 2N + 1 tokens, the targets after the first N scored. Returns (mean NLL over the scored targets,
-    their count, mean NLL by position within the window (window,))."""
-    spans = [(doc, start, first) for doc in docs
-             for start, first in windows((len(doc) - 1) // 2, (len(doc) - 1) // 2, window, stride)]
+               device: torch.device, targets: int | None = None) -> tuple[float, int, torch.Tensor]:
+    """docs: each 2N + 1 tokens, the targets after the first N scored (the first ``targets`` of them, None: all).
+    Returns (mean NLL over the scored targets, their count, mean NLL by position within the window (window,))."""
+    n = (len(docs[0]) - 1) // 2 if docs else 0
+    keep = n if targets is None else min(n, targets)
+    spans = [(doc, start, first, min(stride, keep - block)) for doc in docs
+             for block, (start, first) in zip(range(0, n, stride), windows((len(doc) - 1) // 2, n, window, stride))
+             if block < keep]
     total, count = 0.0, 0
     by_position = torch.zeros(window, dtype=torch.float64)
     for i in range(0, len(spans), batch_size):
         chunk = spans[i:i + batch_size]
-        rows = torch.stack([doc[start:start + window + 1] for doc, start, _ in chunk]).to(device)
+        rows = torch.stack([doc[start:start + window + 1] for doc, start, _, _ in chunk]).to(device)
         nll = token_nll(model, rows).double().cpu()  # (B, window)
-        for row, (_, _, first) in zip(nll, chunk):
-            total += float(row[first:].sum())
-            count += window - first
+        for row, (_, _, first, scored) in zip(nll, chunk):
+            total += float(row[first:first + scored].sum())
+            count += scored
         by_position += nll.sum(0)
     return total / count, count, by_position / len(spans)
 
@@ -249,15 +252,30 @@ def cropped_nll(model: SequenceTransformer, docs: list[torch.Tensor], window: in
 
 def crop(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device,
          lengths: list[int]) -> list[dict[str, Any]]:
-    """The crop-to-L baseline: every scored token read from exactly the L tokens before it (a sliding window of L
-    with stride 1; the positions those L tokens had in training). The scored tokens are the same at every T (the
-    other protocols' tokens, or the first ``lm.eval.crop_targets`` of each speech where set: full_shape), so its
-    perplexity is one number, recorded at every T under ``window_crop`` and ``sliding_crop``; no passkey: a key more
-    than L tokens back is out of its reach by construction."""
-    nll, count = cropped_nll(model, data.test, cfg.data.context, cfg.eval.batch_size, device, cfg.eval.crop_targets)
-    return [{"split": protocol + CROP, "length": length, "metric": metric, "value": value}
-            for protocol in ("window", "sliding") for length in lengths
-            for metric, value in (("ppl", math.exp(nll)), ("nll", nll), ("tokens", count))]
+    """The crop-to-L control: the better of two reads of every scored token from at most the L tokens before it, at
+    positions the model was trained on, so that it is what the run gets from L tokens, never worse than its own
+    perplexity at L:
+    * ``last``: each target at the last position of a row of exactly the L tokens before it (a sliding window of L
+      with stride 1);
+    * ``sliding``: each target as the sliding protocol reads it at T = L (the last S = stride·L of an L-token
+      window: L − S to L tokens before it).
+    The last-position read alone is no control: a model trained on rows of L tokens meets the distance L − 1 once a
+    row and mid-row distances up to L times as often, and a RoPE run reads its last position worse than its
+    sliding window at L (measured: ``benchmarks/results/crop_control_quick.md``), which would flatter every scheme
+    compared with it. The scored tokens are the same at every T (the other protocols' tokens, or the first
+    ``lm.eval.crop_targets`` of each speech where set: full_shape), so the control is one number per run, recorded at
+    every T under ``window_crop`` and ``sliding_crop``, with both reads at ``at_L_crop`` (``ppl_last``,
+    ``ppl_sliding_read``); no passkey: a key more than L tokens back is out of its reach by construction."""
+    context, targets = cfg.data.context, cfg.eval.crop_targets
+    last, count = cropped_nll(model, data.test, context, cfg.eval.batch_size, device, targets)
+    sliding, _, _ = perplexity(model, data.test, context, round(context * cfg.eval.sliding_stride),
+                               cfg.eval.batch_size, device, targets)
+    nll = min(last, sliding)
+    reads = [{"split": "at_L" + CROP, "length": "all", "metric": metric, "value": math.exp(value)}
+             for metric, value in (("ppl_last", last), ("ppl_sliding_read", sliding))]
+    return reads + [{"split": protocol + CROP, "length": length, "metric": metric, "value": value}
+                    for protocol in ("window", "sliding") for length in lengths
+                    for metric, value in (("ppl", math.exp(nll)), ("nll", nll), ("tokens", count))]
 
 
 PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)
