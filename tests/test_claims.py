@@ -12,11 +12,28 @@ from pelab.report.claims import claims_table
 from pelab.tasks import get_task
 
 
+# registered schemes with no claim of their own, and why: points of an axis that has its claims at both ends
+# (rope-small-base-lm, rope-base-bounds-recall, rope-large-base-recall), and a config with no published claim
+UNCLAIMED = {"rope_theta100": "a point of the θ axis", "rope_theta1k": "a point of the θ axis",
+             "gemma4": "HF Gemma4TextConfig's defaults: no paper states a claim of its positions"}
+
+
 def test_every_claim_names_a_registered_scheme_task_and_headline_split():
+    from pelab.analysis.claims import rows_of
+    from pelab.positional import scheme_names
+
     claims = load_claims()
     assert len(claims) >= 12 and len({c.id for c in claims}) == len(claims)
+    named = {rows_of(side, "")[0] for c in claims for side in (c.scheme, c.against) if side}
+    assert set(scheme_names()) - named == set(UNCLAIMED)  # every scheme with a paper has a claim
     for claim in claims:
-        check_scheme(claim.scheme), check_scheme(claim.against)
+        if claim.measure:
+            check_scheme(claim.scheme)
+            continue
+        for side in (claim.scheme, claim.against):
+            scheme, split = rows_of(side, claim.split)
+            check_scheme(scheme)
+            assert (scheme == side) == (split == claim.split), side  # a variant reads its suffixed split
         task = get_task(claim.task)
         assert claim.metric in task.headline.get(claim.split, []) or claim.task == "translation", claim.id
         assert "http" in claim.source or "references/" in claim.source, claim.id  # where it comes from
@@ -100,3 +117,35 @@ def test_the_headline_holds_each_claims_verdict_and_each_tasks_ranking_metric():
     assert found["claims"]["rope-translation"] == {"verdict": NOT_RUN, "contrast": None}
     assert set(found) == {"claims", "count_causal"} and set(found["claims"]) == {c.id for c in load_claims()}
     assert found["count_causal"] == {"token_long": {"cope": pytest.approx(0.804), "rope": pytest.approx(0.704)}}
+
+
+def test_a_no_worse_claim_holds_within_its_margin_whatever_the_seeds_signs():
+    """``margin``: non-inferiority. Seeds both ways are fine; the interval's bad end must stay within margin × |the
+    other side's mean|."""
+    claim = Claim("n", "local layers cost nothing", "src", "gemma3", "rope", "lm", "at_L", "token_accuracy", "lower",
+                  margin=0.02)
+    close = rows({"gemma3": [70.2, 69.9, 70.3, 70.1, 69.8], "rope": [70.0, 70.0, 70.1, 70.0, 70.0]}, task="lm",
+                 split="at_L")
+    held = judge(close, claim)
+    assert held.status == HELD and "within the margin −1.4" in held.why and held.agree < 5
+    worse = rows({"gemma3": [73.0, 72.5, 73.5, 72.8, 73.1], "rope": [70.0, 70.0, 70.1, 70.0, 70.0]}, task="lm",
+                 split="at_L")
+    assert judge(worse, claim).status == NOT_HELD and "past the margin" in judge(worse, claim).why
+
+
+def test_a_property_claim_is_its_measure_against_its_tolerance_at_every_profile(tmp_path):
+    """RoPE's relative-only scores, the sinusoidal table's norm and linear shift: measured, not read from runs."""
+    from pelab.analysis.claims import MEASURES
+
+    claims = {c.id: c for c in load_claims() if c.measure}
+    assert {c.measure for c in claims.values()} == set(MEASURES)
+    for claim in claims.values():
+        verdict = judge(pd.DataFrame(columns=["task", "pe", "seed", "split", "metric", "length", "value"]), claim)
+        assert verdict.status == HELD and verdict.contrast["mean"] <= claim.tolerance, claim.id
+    strict = Claim("r", "relative only", "src", "rope", measure="rope_relative", tolerance=0.0)
+    assert judge(pd.DataFrame(), strict).status == NOT_HELD  # float64 rounding is above zero: the test can fail
+    assert "`rope` (a property)" in claims_table(pd.DataFrame(), [strict])
+    path = tmp_path / "claims.yaml"
+    path.write_text("- {id: p, says: s, source: s, scheme: rope, measure: wobble, tolerance: 1}\n")
+    with pytest.raises(ValueError, match=r"^claims.yaml: p: measure='wobble'; valid choices: rope_relative, "):
+        load_claims(path)

@@ -12,6 +12,12 @@ order and initial weights), its verdict is
 * **no reading**: both sides at or below the floor (no ranking among models that do not do the task), or fewer
   than two paired seeds;
 * **not run at this profile**: the task or either scheme has no runs.
+
+A claim with a ``margin`` says "no worse" (a non-inferiority claim: Gemma 3's local layers cost no perplexity): it
+holds where the 95% t-interval of the paired difference stays within ``margin`` × |the other side's mean| of zero
+on the claimed side, whatever the seeds' signs. A claim with a ``measure`` is a property of the scheme itself, not a
+contrast between runs (RoPE's scores depend on n − m only): one of ``MEASURES``, computed in float64 at a fixed
+setting, held where it is at most ``tolerance``.
 """
 
 from __future__ import annotations
@@ -36,13 +42,44 @@ class Claim:
     says: str
     source: str
     scheme: str
-    against: str
-    task: str
-    split: str
-    metric: str
-    better: str  # "higher" or "lower"
+    against: str = ""
+    task: str = ""
+    split: str = ""
+    metric: str = ""
+    better: str = ""  # "higher" or "lower"
     reported: str = ""
     floor: bool = False
+    margin: float | None = None  # "no worse than": the share of |against's mean| the interval may reach
+    measure: str = ""  # a property of the scheme (MEASURES) in place of a contrast
+    tolerance: float = 0.0  # a measure's largest value that holds
+
+
+def _rope_relative() -> float:
+    from pelab.analysis.invariants import rope_relative_deviation
+
+    return rope_relative_deviation(64, 16)
+
+
+def _sinusoidal_norm() -> float:
+    from pelab.analysis.invariants import sinusoidal_norm_deviation
+
+    return sinusoidal_norm_deviation(512, 64)
+
+
+def _sinusoidal_shift() -> float:
+    from pelab.analysis.shift import shift_errors
+
+    return max(shift_errors(64, 64, 5).values())
+
+
+# a property claim's measure -> (what it computes, the function): each deterministic, float64, no run needed
+MEASURES = {
+    "rope_relative": ("the largest spread of ⟨R_m q, R_n k⟩ along n − m = const over the largest abs(score) "
+                      "(m, n < 64, head dim 16, 8 random (q, k))", _rope_relative),
+    "sinusoidal_norm": ("the largest abs(‖PE(t)‖ − √(d/2)) (t < 512, d = 64)", _sinusoidal_norm),
+    "sinusoidal_shift": ("the largest abs(M(φ)·PE(t) − PE(t + φ)), four ways (t < 64, d = 64, φ = 5)",
+                         _sinusoidal_shift),
+}
 
 
 @dataclass(frozen=True)
@@ -54,18 +91,33 @@ class Verdict:
     floor: float | None = None
 
 
+CONTRAST_KEYS = ("id", "says", "source", "scheme", "against", "task", "split", "metric", "better")
+PROPERTY_KEYS = ("id", "says", "source", "scheme", "measure", "tolerance")
+
+
+def _typed(key: str, value):
+    if key == "floor":
+        return bool(value)
+    if key in ("margin", "tolerance"):
+        return float(value)
+    return str(value)
+
+
 def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
     """Every record of ``path``; a bad one fails in one line naming it and the valid keys."""
     names = [f.name for f in fields(Claim)]
-    required = [name for name in names if name not in ("reported", "floor")]
     claims = []
     for entry in yaml.safe_load(path.read_text()) or []:
         where = f"{path.name}: {entry.get('id', '?')}" if isinstance(entry, dict) else f"{path.name}: {entry!r}"
+        required = PROPERTY_KEYS if isinstance(entry, dict) and "measure" in entry else CONTRAST_KEYS
         if not isinstance(entry, dict) or set(entry) - set(names) or set(required) - set(entry):
-            raise ValueError(f"{where}: a claim has the keys {', '.join(names)} (required: {', '.join(required)})")
-        if entry["better"] not in ("higher", "lower"):
+            raise ValueError(f"{where}: a claim has the keys {', '.join(names)} (required: {', '.join(required)}; "
+                             f"a property claim: {', '.join(PROPERTY_KEYS)})")
+        if "measure" in entry and entry["measure"] not in MEASURES:
+            raise ValueError(f"{where}: measure={entry['measure']!r}; valid choices: {', '.join(MEASURES)}")
+        if "measure" not in entry and entry["better"] not in ("higher", "lower"):
             raise ValueError(f"{where}: better={entry['better']!r}; valid choices: higher, lower")
-        claims.append(Claim(**{k: (bool(v) if k == "floor" else str(v)) for k, v in entry.items()}))
+        claims.append(Claim(**{k: _typed(k, v) for k, v in entry.items()}))
     if len({c.id for c in claims}) != len(claims):
         raise ValueError(f"{path.name}: a claim id appears twice")
     return claims
@@ -82,10 +134,32 @@ def _floor(records: pd.DataFrame, claim: Claim) -> float | None:
     return None
 
 
+def judge_property(claim: Claim) -> Verdict:
+    """A property claim: its measure against its tolerance (the same at every profile: no run is read)."""
+    what, measure = MEASURES[claim.measure]
+    value = measure()
+    status = HELD if value <= claim.tolerance else NOT_HELD
+    return Verdict(status, f"{what}: {value:.2g} {'≤' if status == HELD else '>'} {claim.tolerance:.0e}",
+                   {"mean": value, "ci_low": math.nan, "ci_high": math.nan, "sd": math.nan, "n": 1})
+
+
+def rows_of(name: str, split: str) -> tuple[str, str]:
+    """Where a side of a claim is recorded: (pe, split) of records.csv. An evaluation-time variant
+    ``<scheme>+<label>`` (``rope_gate+yarn``, ``rope+crop``: ``analysis.variants``) is its scheme's runs under the
+    split with the variant's suffix; any other name (``rope+sink``, a switched scheme, included) is its own."""
+    from pelab.analysis.variants import VARIANTS
+
+    base, _, label = name.rpartition("+")
+    suffix = next((s for s, known in VARIANTS.items() if known == label), None)
+    return (base, split + suffix) if base and suffix else (name, split)
+
+
 def judge(records: pd.DataFrame, claim: Claim) -> Verdict:
     """The verdict of ``claim`` on ``records`` (the tidy rows of records.csv), paired by seed."""
-    mine = seed_map(records, claim.task, claim.scheme, claim.split, claim.metric)
-    theirs = seed_map(records, claim.task, claim.against, claim.split, claim.metric)
+    if claim.measure:
+        return judge_property(claim)
+    mine = seed_map(records, claim.task, *rows_of(claim.scheme, claim.split), claim.metric)
+    theirs = seed_map(records, claim.task, *rows_of(claim.against, claim.split), claim.metric)
     if not mine or not theirs:
         missing = [s for s, found in ((claim.scheme, mine), (claim.against, theirs)) if not found]
         return Verdict(NOT_RUN, f"no runs of {' and '.join(f'`{s}`' for s in missing)} on `{claim.task}`")
@@ -103,6 +177,14 @@ def judge(records: pd.DataFrame, claim: Claim) -> Verdict:
     if floor is not None and sign * (mean_mine - floor) <= 0 and sign * (mean_theirs - floor) <= 0:
         return Verdict(NO_READING, f"both at or below the floor {floor:.3f}", contrast, agree, floor)
     low, high = sign * contrast["ci_low"], sign * contrast["ci_high"]
+    if claim.margin is not None:  # no worse than the other side by more than the margin
+        allowed = claim.margin * abs(mean_theirs)
+        within = not math.isnan(low) and min(low, high) > -allowed
+        if not within:
+            return Verdict(NOT_HELD, f"the interval reaches past the margin −{allowed:.3g} "
+                           f"({claim.margin:.0%} of `{claim.against}`'s mean)", contrast, agree, floor)
+        return Verdict(HELD, f"the interval within the margin −{allowed:.3g} ({claim.margin:.0%} of "
+                       f"`{claim.against}`'s mean) on {len(seeds)} paired seeds", contrast, agree, floor)
     clears = min(low, high) > 0 if not math.isnan(low) else False
     reasons = ([] if agree == len(seeds) else [f"{len(seeds) - agree} of {len(seeds)} seeds the other way or equal"])
     reasons += [] if clears else ["the interval does not clear zero"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from pelab.analysis.claims import HELD, NO_READING, NOT_HELD, NOT_RUN, Claim, Verdict, verdicts
+from pelab.analysis.claims import HELD, MEASURES, NO_READING, NOT_HELD, NOT_RUN, Claim, Verdict, verdicts
 from pelab.report.tables import markdown_table
 
 __all__ = ["HELD", "NOT_HELD", "NO_READING", "NOT_RUN", "claims_table", "section"]
@@ -28,10 +28,17 @@ def claims_table(records: pd.DataFrame, claims: list[Claim] | None = None) -> st
     its verdict with what decided it."""
     rows = []
     for claim, verdict in verdicts(records, claims):
-        where = f"`{claim.task}` {claim.split} {claim.metric} ({claim.better} is the claim)"
-        rows.append([f"**{claim.id}**: {claim.says} ({claim.source})", f"`{claim.scheme}` − `{claim.against}`",
-                     where, _contrast(verdict), claim.reported or "–",
-                     f"**{verdict.status}**: {verdict.why}"])
+        if claim.measure:  # a property of the scheme itself
+            contrast, where = f"`{claim.scheme}` (a property)", f"{MEASURES[claim.measure][0]}, float64"
+            measured = "–" if verdict.contrast is None else f"{verdict.contrast['mean']:.2g}"
+        else:
+            said = (f"{claim.better} is the claim" if claim.margin is None
+                    else f"no worse: {claim.better} is better, margin {claim.margin:.0%}")
+            contrast = f"`{claim.scheme}` − `{claim.against}`"
+            where = f"`{claim.task}` {claim.split} {claim.metric} ({said})"
+            measured = _contrast(verdict)
+        rows.append([f"**{claim.id}**: {claim.says} ({claim.source})", contrast, where, measured,
+                     claim.reported or "–", f"**{verdict.status}**: {verdict.why}"])
     return markdown_table(["claim", "contrast", "read at", "measured (mean [95% CI] over seeds)", "source reports",
                            "verdict"], rows)
 

@@ -80,13 +80,15 @@ def token_nll(model: SequenceTransformer, rows: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
                device: torch.device, targets: int | None = None) -> tuple[float, int, torch.Tensor]:
-    """docs: each 2N + 1 tokens, the targets after the first N scored (the first ``targets`` of them, None: all).
+    """docs: each 2N + 1 tokens (N its own), the targets after the first N scored (the first ``targets`` of them,
+    None: all).
     Returns (mean NLL over the scored targets, their count, mean NLL by position within the window (window,))."""
-    n = (len(docs[0]) - 1) // 2 if docs else 0
-    keep = n if targets is None else min(n, targets)
-    spans = [(doc, start, first, min(stride, keep - block)) for doc in docs
-             for block, (start, first) in zip(range(0, n, stride), windows((len(doc) - 1) // 2, n, window, stride))
-             if block < keep]
+    spans = []
+    for doc in docs:
+        n = (len(doc) - 1) // 2
+        keep = n if targets is None else min(n, targets)
+        spans += [(doc, start, first, min(stride, keep - block))
+                  for block, (start, first) in zip(range(0, n, stride), windows(n, n, window, stride)) if block < keep]
     total, count = 0.0, 0
     by_position = torch.zeros(window, dtype=torch.float64)
     for i in range(0, len(spans), batch_size):
