@@ -149,3 +149,17 @@ def test_a_property_claim_is_its_measure_against_its_tolerance_at_every_profile(
     path.write_text("- {id: p, says: s, source: s, scheme: rope, measure: wobble, tolerance: 1}\n")
     with pytest.raises(ValueError, match=r"^claims.yaml: p: measure='wobble'; valid choices: rope_relative, "):
         load_claims(path)
+
+
+def test_the_section_tabulates_the_claims_that_ran_and_lists_the_rest_in_one_line():
+    from types import SimpleNamespace
+
+    from pelab.report.claims import section
+
+    records = rows({"cope": [0.8, 0.82, 0.79, 0.81, 0.8], "rope": [0.7, 0.71, 0.69, 0.7, 0.72]}, 0.6)
+    text = "\n".join(section(SimpleNamespace(records=records, params=SimpleNamespace(profile="quick"))))
+    table = [line for line in text.splitlines() if line.startswith("| **")]
+    assert any(line.startswith("| **cope-counting**") for line in table)  # ran: a row
+    assert not any(line.startswith("| **kerple-lm**") for line in table)  # not run: named in the line after it
+    assert "Not run at this profile (" in text and "**kerple-lm** (`kerple` and `alibi` on `lm`)" in text
+    assert "**rope-relative-only**" in table[-1] or any("rope-relative-only" in line for line in table)

@@ -3,6 +3,8 @@ left out). The real DVC output is read in tests/test_pipeline_e2e.py."""
 
 from __future__ import annotations
 
+import pytest
+
 from pelab.experiments import ledger, read, starts_to_hold, table
 
 
@@ -58,3 +60,22 @@ def test_the_ledger_orders_experiments_by_size_and_says_where_each_claim_starts_
                         "| d | not run at this profile | no reading | not run at this profile | – |"]
     assert starts_to_hold({"quick": ["held"], "medium": ["not run at this profile"]}) == "quick"
     assert ledger([]).startswith("no experiment")
+
+
+def test_by_default_the_experiments_that_ran_are_compared_and_a_list_param_shows_what_each_adds():
+    from pelab.experiments import compared
+
+    quick = {"profile": "quick", "lm_schemes": ["sinusoidal", "alibi", "fox"]}
+    more = {"profile": "quick", "lm_schemes": ["sinusoidal", "alibi", "fox", "rope", "rope_gate"]}
+    ran = headline({"rope": 0.9}, {"gate-lm": {"verdict": "held", "contrast": -0.7}})
+    rows = [entry(None, "workspace", more, ran),
+            entry("main", "a" * 40, {"profile": "full"}, {},  # the committed params never ran: no headline
+                  [{"revs": [entry("exp-2", "c" * 40, more, ran), entry("exp-1", "b" * 40, quick, headline({"rope": 0.9}))]}])]
+    found = read(rows)
+    assert [e.name for e in compared(found)] == ["exp-2", "exp-1"]  # the workspace is exp-2's, main never ran
+    assert [e.name for e in compared(found, ("exp-1", "workspace"))] == ["exp-1", "workspace"]
+    with pytest.raises(ValueError, match=r"^unknown experiment 'exp-9'; valid choices: workspace, main, exp-2, exp-1$"):
+        compared(found, ("exp-9",))
+    text = table(compared(found)).splitlines()
+    assert text[2] == "| `lm_schemes` | [sinusoidal,alibi,fox,rope,rope_gate] | −rope,rope_gate |"
+    assert "| claim · gate-lm | held -0.7 | – |" in text and max(map(len, text)) <= 120

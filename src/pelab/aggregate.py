@@ -105,8 +105,8 @@ def headline(records: pd.DataFrame, summary: dict) -> dict:
     numbers stay in reports/metrics/, summary.json and records.csv."""
     from pelab.analysis.claims import verdicts
 
-    claims = {claim.id: {"verdict": verdict.status,
-                         "contrast": None if verdict.contrast is None else _finite(round(verdict.contrast["mean"], 4))}
+    claims = {claim.id: {"verdict": verdict.status, "contrast": None if verdict.contrast is None
+                         else _finite(float(f"{verdict.contrast['mean']:.4g}"))}  # 4 significant digits
               for claim, verdict in verdicts(records)}
     tasks: dict = {}
     for task, schemes in key_metrics(summary).items():

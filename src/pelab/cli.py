@@ -254,15 +254,17 @@ def parallel(overrides: tuple[str, ...], workers: int, timeout_min: float) -> No
 
 
 @main.command()
+@click.argument("names", nargs=-1)
 @click.option("--all-metrics", is_flag=True, help="also the metrics equal in every experiment")
 @click.option("--task", default=None, help="only this task's headline metric")
-def experiments(all_metrics: bool, task: str | None) -> None:
+def experiments(names: tuple[str, ...], all_metrics: bool, task: str | None) -> None:
     """Experiments side by side, one column each (`dvc exp show`'s rows, narrow): the params that differ between
     them (not the composed items), then the headline: each claim's verdict and each task's ranking metric per scheme,
-    where they differ."""
+    where they differ. NAMES: the experiments (or `workspace`, a baseline's rev) to compare; none: every one that
+    ran."""
     from pelab.experiments import show
 
-    click.echo(show(".", all_metrics, task))
+    click.echo(show(".", all_metrics, task, names))
 
 
 @main.command()

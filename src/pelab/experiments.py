@@ -82,10 +82,29 @@ def read(entries: list[dict[str, Any]]) -> list[Experiment]:
     return out
 
 
+WIDTH = 120  # the terminal the tables are sized for
+
+
 def _cell(value: Any, width: int = 24) -> str:
-    text = MISSING if value is None else f"{value:.4g}" if isinstance(value, float) else json.dumps(value) \
-        if isinstance(value, (list, dict)) else str(value)
+    text = MISSING if value is None else f"{value:.4g}" if isinstance(value, float) else \
+        json.dumps(value, separators=(",", ":")).replace('"', "") if isinstance(value, (list, dict)) else str(value)
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _param_cells(values: list[Any], width: int) -> list[str]:
+    """One param's cells: a list in the first column as it is, in the others what it adds (+) and drops (−) against
+    the first (``lm_schemes``: ``+rope,rope_gate``), so that the difference is what a narrow column shows."""
+    first = values[0]
+    if not isinstance(first, list) or not all(isinstance(v, list) for v in values):
+        return [_cell(v, width) for v in values]
+    cells = [_cell(first, width)]
+    for value in values[1:]:
+        added = [x for x in value if x not in first]
+        dropped = [x for x in first if x not in value]
+        text = " ".join(part for part in (f"+{','.join(map(str, added))}" if added else "",
+                                          f"−{','.join(map(str, dropped))}" if dropped else "") if part)
+        cells.append(_cell(text or ("same, reordered" if value != first else "same"), width))
+    return cells
 
 
 def _said(found: tuple[str, float | None] | None) -> str:
@@ -114,7 +133,9 @@ def table(experiments: list[Experiment], all_metrics: bool = False, task: str | 
         claims = [c for c in claims if len({e.claims.get(c) for e in experiments}) > 1]
         metrics = [k for k in metrics if len({e.metrics.get(k) for e in experiments}) > 1]
     header = ["", *(e.name for e in experiments)]
-    rows = [[f"`{k}`", *(_cell(e.params.get(k)) for e in experiments)] for k in changed]
+    labels = [f"`{k}`" for k in changed] + [f"claim · {c}" for c in claims] + [" · ".join(k) for k in metrics]
+    width = max(12, (WIDTH - 4 - max(map(len, labels), default=0)) // len(experiments) - 3)
+    rows = [[f"`{k}`", *_param_cells([e.params.get(k) for e in experiments], width)] for k in changed]
     rows += [[f"claim · {c}", *(_said(e.claims.get(c)) for e in experiments)] for c in claims if task is None]
     rows += [[f"{t} · {m} · {s}", *(_cell(e.metrics.get((t, m, s))) for e in experiments)] for t, m, s in metrics]
     if not rows:
@@ -129,7 +150,8 @@ def _size(profile: str) -> tuple[int, str]:
 def starts_to_hold(by_profile: dict[str, list[str]]) -> str:
     """The smallest profile from which every experiment of that size and of every larger one that read the claim
     held it ("–" where none does): {profile: the verdicts of its experiments}."""
-    read = {p: v for p, v in by_profile.items() if any(x not in ("not run at this profile", MISSING) for x in v)}
+    read = {p: kept for p, v in by_profile.items()
+            if (kept := [x for x in v if x not in ("not run at this profile", MISSING)])}
     start = MISSING
     for profile in sorted(read, key=_size, reverse=True):
         if not all(v.startswith("held") for v in read[profile]):
@@ -141,7 +163,8 @@ def starts_to_hold(by_profile: dict[str, list[str]]) -> str:
 def ledger(experiments: list[Experiment]) -> str:
     """The claims across experiments: a column per experiment (its name and profile), ordered by size, and the
     profile each claim starts to hold at (``starts_to_hold``)."""
-    ran = sorted([e for e in experiments if e.claims], key=lambda e: _size(str(e.params.get("profile", "?"))))
+    ran = sorted([e for e in compared(experiments) if e.claims],
+                 key=lambda e: _size(str(e.params.get("profile", "?"))))
     if not ran:
         return "no experiment has a headline with claims (run `dvc exp run -S profile=quick`, then `dvc exp show`)"
     claims = list(dict.fromkeys(c for e in ran for c in e.claims))
@@ -155,6 +178,21 @@ def ledger(experiments: list[Experiment]) -> str:
     return _markdown(header, rows)
 
 
+def compared(experiments: list[Experiment], names: tuple[str, ...] = ()) -> list[Experiment]:
+    """The experiments to set side by side: those named (in that order; an unknown name fails naming the valid
+    ones), else every one with a headline (a baseline whose params never ran has none), the workspace left out where
+    it has the same params and headline as an experiment (it holds the last one run)."""
+    if names:
+        known = {e.name: e for e in experiments}
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise ValueError(f"unknown experiment {missing[0]!r}; valid choices: {', '.join(known)}")
+        return [known[n] for n in names]
+    ran = [e for e in experiments if e.claims or e.metrics]
+    same = lambda a, b: (a.params, a.metrics, a.claims) == (b.params, b.metrics, b.claims)  # noqa: E731
+    return [e for e in ran if e.name != "workspace" or not any(same(e, o) for o in ran if o is not e)]
+
+
 def _shown(repo: str | Path) -> list[Experiment]:
     proc = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -162,9 +200,11 @@ def _shown(repo: str | Path) -> list[Experiment]:
     return read(json.loads(proc.stdout or "[]"))
 
 
-def show(repo: str | Path = ".", all_metrics: bool = False, task: str | None = None) -> str:
-    """``table`` of what ``dvc exp show --json`` prints in ``repo``."""
-    return table(_shown(repo), all_metrics, task)
+def show(repo: str | Path = ".", all_metrics: bool = False, task: str | None = None,
+         names: tuple[str, ...] = ()) -> str:
+    """``table`` of the experiments ``dvc exp show --json`` prints in ``repo`` (``compared``: ``names``, or every
+    one that ran)."""
+    return table(compared(_shown(repo), names), all_metrics, task)
 
 
 def show_ledger(repo: str | Path = ".") -> str:

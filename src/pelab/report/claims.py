@@ -23,11 +23,12 @@ def _contrast(verdict: Verdict) -> str:
     return f"{c['mean']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
 
 
-def claims_table(records: pd.DataFrame, claims: list[Claim] | None = None) -> str:
+def claims_table(records: pd.DataFrame, claims: list[Claim] | None = None,
+                 found: list[tuple[Claim, Verdict]] | None = None) -> str:
     """The claims table: each claim, where it is read, the measured contrast beside what the source reports, and
-    its verdict with what decided it."""
+    its verdict with what decided it (``found``: the verdicts, judged already)."""
     rows = []
-    for claim, verdict in verdicts(records, claims):
+    for claim, verdict in verdicts(records, claims) if found is None else found:
         if claim.measure:  # a property of the scheme itself
             contrast, where = f"`{claim.scheme}` (a property)", f"{MEASURES[claim.measure][0]}, float64"
             measured = "–" if verdict.contrast is None else f"{verdict.contrast['mean']:.2g}"
@@ -43,15 +44,29 @@ def claims_table(records: pd.DataFrame, claims: list[Claim] | None = None) -> st
                            "verdict"], rows)
 
 
+def not_run(found: list[tuple[Claim, Verdict]]) -> str:
+    """The claims this profile did not run, one line: each id and what it would need."""
+    if not found:
+        return ""
+    names = "; ".join(f"**{claim.id}** ({verdict.why.removeprefix('no runs of ')})" for claim, verdict in found)
+    return f"Not run at this profile ({len(found)}; each is one override: `docs/profiles.md`): {names}."
+
+
 def section(ctx: Any) -> list[str]:
-    """The report's opening section: every claim and its verdict at this profile."""
+    """The report's opening section: every claim that ran, its verdict at this profile, in a table; the claims it did
+    not run, in one line after it."""
     found = verdicts(ctx.records)
     counts = {status: sum(v.status == status for _, v in found) for status in (HELD, NOT_HELD, NO_READING, NOT_RUN)}
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+    ran = [(c, v) for c, v in found if v.status != NOT_RUN]
     return ["## Claims", "",
             f"Each published claim and reference finding the study can read, as a declared contrast "
             f"(`src/pelab/report/claims.yaml`), judged on the runs of this profile ({ctx.params.profile}): {summary}. "
             "Held: every paired seed agrees in the claimed direction, the 95% t-interval of the paired difference "
             "clears zero, and the winner clears the task's in-context floor where the claim names one. No reading: "
-            "both sides at or below the floor (no ranking among models that do not do the task). A verdict holds at "
-            "this profile's size only.", "", claims_table(ctx.records), ""]
+            "both sides at or below the floor (no ranking among models that do not do the task). A claim with a "
+            "margin says \"no worse\": its interval must stay within that share of the other side. A property is "
+            "measured on the scheme itself. A verdict holds at this profile's size only: `pelab claims` sets the "
+            "experiments' verdicts side by side, by size.", "",
+            claims_table(ctx.records, found=ran) if ran else "No claim ran at this profile.", "",
+            not_run([(c, v) for c, v in found if v.status == NOT_RUN]), ""]
