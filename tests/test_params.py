@@ -64,7 +64,7 @@ def test_pe_options_merge_into_a_subset_in_the_order_given(repo_root):
 
 
 def test_every_profile_composes_into_valid_typed_configs(repo_root, tmp_path):
-    for profile in ("full", "quick", "smoke", "full_shape"):
+    for profile in ("full", "quick", "medium", "smoke", "full_shape"):
         composed = compose_params(repo_root / "conf", [f"profile={profile}"])
         assert composed["profile"] == profile
         path = tmp_path / f"{profile}.yaml"

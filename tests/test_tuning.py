@@ -29,7 +29,7 @@ def test_the_full_profile_tunes_every_task_and_follows_a_changed_task_list(repo_
                             "length_tasks": full["length_tasks"], "lm_tasks": full["lm_tasks"]}
     fewer = compose_params(repo_root / "conf", ["tasks=[copy]", "length_tasks=[reverse]"])
     assert (fewer["tune"]["tasks"], fewer["tune"]["length_tasks"]) == (["copy"], ["reverse"])
-    for profile in ("quick", "smoke", "full_shape"):
+    for profile in ("quick", "medium", "smoke", "full_shape"):
         tune = compose_params(repo_root / "conf", [f"profile={profile}"])["tune"]
         assert (tune["tasks"], tune["length_tasks"], tune["lm_tasks"]) == ([], [], []), profile
     params = parse_params(full, check_cuda=False)
