@@ -53,9 +53,9 @@ class RemappedRotary(RotaryPositionalEncoding):
         self.window, self.group, self.sinks, self.log_n = window, group, sinks, log_n
 
     def query_scale(self, q_pos: torch.Tensor) -> torch.Tensor:
-        """(Tq,) -> (Tq, 1): bojone/rerope's log-n factor max(1, ln(i + 1) / ln L) (1 where ``log_n`` is 0)."""
-        if not self.log_n or self.log_n < 2:
-            return torch.ones(q_pos.shape[0], 1)
+        """(Tq,) -> (Tq, 1): bojone/rerope's log-n factor max(1, ln(i + 1) / ln L) (1 where ``log_n`` is below 2)."""
+        if self.log_n < 2:
+            return torch.ones(q_pos.shape[0], 1, device=q_pos.device)
         return ((q_pos.double() + 1).log() / math.log(self.log_n)).clamp(min=1.0).float()[:, None]
 
     def rotate(self, q, k, q_pos, k_pos):
@@ -81,7 +81,7 @@ class RemappedRotary(RotaryPositionalEncoding):
                           self._dot(q, k, *self.far_positions(q_pos, k_pos, 1)))
         if not self.causal:  # keys to the right: the mirror remapping
             out = torch.where(distance <= -self.window, self._dot(q, k, *self.far_positions(q_pos, k_pos, -1)), out)
-        return out * self.query_scale(q_pos).to(out) if self.log_n else out
+        return out * self.query_scale(q_pos).to(out) if self.log_n >= 2 else out
 
     def _cached(self, q, k, q_pos, k_pos, distance: torch.Tensor) -> torch.Tensor:
         """StreamingLLM: the sinks (k_pos < s) and the window (|d| < w) kept, the rest −inf; a sink read from the
