@@ -107,12 +107,16 @@ def _param_cells(values: list[Any], width: int) -> list[str]:
     return cells
 
 
-def _said(found: tuple[str, float | None] | None) -> str:
-    """A claim's cell: its verdict, with the measured contrast where it has one ("held +0.301")."""
+NOT_RUN = "not run at this profile"
+
+
+def _said(found: tuple[str, float | None] | None, width: int = 40) -> str:
+    """A claim's cell: its verdict, with the measured contrast where it has one ("held +0.301"; "not run")."""
     if found is None:
         return MISSING
     verdict, contrast = found
-    return verdict if contrast is None else f"{verdict} {contrast:+.3g}"
+    verdict = "not run" if verdict == NOT_RUN else verdict
+    return _cell(verdict if contrast is None else f"{verdict} {contrast:+.3g}", width)
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -136,7 +140,7 @@ def table(experiments: list[Experiment], all_metrics: bool = False, task: str | 
     labels = [f"`{k}`" for k in changed] + [f"claim · {c}" for c in claims] + [" · ".join(k) for k in metrics]
     width = max(12, (WIDTH - 4 - max(map(len, labels), default=0)) // len(experiments) - 3)
     rows = [[f"`{k}`", *_param_cells([e.params.get(k) for e in experiments], width)] for k in changed]
-    rows += [[f"claim · {c}", *(_said(e.claims.get(c)) for e in experiments)] for c in claims if task is None]
+    rows += [[f"claim · {c}", *(_said(e.claims.get(c), width) for e in experiments)] for c in claims if task is None]
     rows += [[f"{t} · {m} · {s}", *(_cell(e.metrics.get((t, m, s))) for e in experiments)] for t, m, s in metrics]
     if not rows:
         return "the experiments differ in no param and no headline number"
@@ -150,8 +154,7 @@ def _size(profile: str) -> tuple[int, str]:
 def starts_to_hold(by_profile: dict[str, list[str]]) -> str:
     """The smallest profile from which every experiment of that size and of every larger one that read the claim
     held it ("–" where none does): {profile: the verdicts of its experiments}."""
-    read = {p: kept for p, v in by_profile.items()
-            if (kept := [x for x in v if x not in ("not run at this profile", MISSING)])}
+    read = {p: kept for p, v in by_profile.items() if (kept := [x for x in v if x not in ("not run", MISSING)])}
     start = MISSING
     for profile in sorted(read, key=_size, reverse=True):
         if not all(v.startswith("held") for v in read[profile]):
