@@ -1,5 +1,6 @@
-"""Claims as data (``pelab.analysis.claims``, ``pelab.report.claims``): each record names a registered scheme, task and split, and the report
-judges it on the runs: held, not held, no reading (both at or below the floor) or not run, paired by seed."""
+"""Claims as data (``pelab.analysis.claims``, ``pelab.report.claims``): each record names a registered scheme, task
+and split, and the report judges it on the runs: held, not held, no reading (both at or below the floor) or not
+run, paired by seed."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def test_each_experiment_is_a_column_and_only_what_differs_is_a_row():
     assert text[0] == "|  | workspace | main | exp-1 |"
     assert text[2:] == ["| `copy.train.steps` | 25 | 20 | 25 |",
                         "| claim · alibi-copy | held +0.301 | not held -0.02 | held +0.301 |",
-                        "| copy · token_long · rope | 0.9 | 0.8 | 0.9 |", "| copy · token_long · t5 | 0.2 | 0.2 | 0.5 |"]
+                        "| copy · token_long · rope | 0.9 | 0.8 | 0.9 |",
+                        "| copy · token_long · t5 | 0.2 | 0.2 | 0.5 |"]
     everything = table(found, all_metrics=True)
     assert "| claim · cope | no reading | no reading | no reading |" in everything
     assert "t5" not in table(found, task="translation") and "claim" not in table(found, task="copy")
@@ -69,7 +70,8 @@ def test_by_default_the_experiments_that_ran_are_compared_and_a_list_param_shows
     ran = headline({"rope": 0.9}, {"gate-lm": {"verdict": "held", "contrast": -0.7}})
     rows = [entry(None, "workspace", more, ran),
             entry("main", "a" * 40, {"profile": "full"}, {},  # the committed params never ran: no headline
-                  [{"revs": [entry("exp-2", "c" * 40, more, ran), entry("exp-1", "b" * 40, quick, headline({"rope": 0.9}))]}])]
+                  [{"revs": [entry("exp-2", "c" * 40, more, ran),
+                             entry("exp-1", "b" * 40, quick, headline({"rope": 0.9}))]}])]
     found = read(rows)
     assert [e.name for e in compared(found)] == ["exp-2", "exp-1"]  # the workspace is exp-2's, main never ran
     assert [e.name for e in compared(found, ("exp-1", "workspace"))] == ["exp-1", "workspace"]
@@ -78,3 +80,10 @@ def test_by_default_the_experiments_that_ran_are_compared_and_a_list_param_shows
     text = table(compared(found)).splitlines()
     assert text[2] == "| `lm_schemes` | [sinusoidal,alibi,fox,rope,rope_gate] | −rope,rope_gate |"
     assert "| claim · gate-lm | held -0.7 | – |" in text and max(map(len, text)) <= 120
+
+
+def test_the_not_run_verdict_is_the_judges():
+    from pelab import experiments
+    from pelab.analysis import claims
+
+    assert experiments.NOT_RUN == claims.NOT_RUN

@@ -142,7 +142,8 @@ def test_the_settings_keep_every_remapped_distance_under_l_and_self_extend_is_th
 
 def test_a_remapped_model_reads_as_its_formula_whole_and_token_by_token():
     """On a causal model: up to w + 1 tokens, w = L/8 (ReRoPE: a distance of w reads as w), or L (Self-Extend) the
-    trained model; the whole row equals incremental decoding (the cache keeps its keys' positions), as every LM evaluation reads it."""
+    trained model; the whole row equals incremental decoding (the cache keeps its keys' positions), as every LM
+    evaluation reads it."""
     model = build_sequence_model("rope", 11, ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32),
                                  scheme_options("rope"), 0, causal=True).eval()
     x = torch.randint(0, 11, (2, 40), generator=torch.Generator().manual_seed(3))

@@ -120,8 +120,8 @@ _SWITCHED: dict[str, SchemeSpec] = {}
 
 def _switched(name: str) -> SchemeSpec | None:
     """``<scheme>+<switch>[+…]``: the switches as an axis beside any registered scheme: its spec with those switches
-    added, built once (its base may be a plugin's); None where the part before ``+`` is no scheme. An unknown switch fails
-    in one line."""
+    added, built once (its base may be a plugin's); None where the part before ``+`` is no scheme. An unknown switch
+    fails in one line."""
     if name not in _SWITCHED:
         base, *added = name.split("+")
         if not added or base not in SCHEMES:
