@@ -6,6 +6,7 @@ what `pelab pipeline` writes from the study records (a drift fails here)."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ import yaml
 
 from pelab.compose import compose_params
 from pelab.closure import NO_SCHEME, closure, imports, module_file, problem_modules
+from pelab.pipeline.code_records import (code_files, code_record, groups, record_path, recorded_files,
+                                        write_code_records)
 from pelab.pipeline.write import pipeline_files
 from pelab.runner.scheme_records import covered, recorded_modules
 from pelab.studies import STAGE_KINDS, STUDIES
@@ -80,6 +83,12 @@ def test_a_stages_code_dependencies_cover_the_import_closure_of_its_script(name,
         else [None]
     evaluation = not name.startswith("prepare")  # a run or tune stage scores its runs
     deps = [ROOT / d for d in stage.get("deps", [])]
+    code = [d for d in stage.get("deps", []) if d.startswith("reports/code/")]
+    if name != "check" and not name.startswith(("aggregate", "report")):  # one record of its code, no code file
+        study, kind, _ = code[0].split("/")[2:]
+        assert code == [f"reports/code/{study}/{kind}/{task}.json"], name
+        assert not any(d.startswith(("src/", "stages/")) for d in stage["deps"]), name
+        deps += code_files(next(s for s in STUDIES if s.name == study), kind, task)
     recorded = set()  # what the check stage's record covers: the listed schemes' modules, each task's problem's
     if any(d.parent == ROOT / "reports/schemes" for d in deps):
         recorded = {module_file(m) for m in problem_modules(task)}
@@ -193,3 +202,36 @@ class T:
         scored = closure(ROOT / "stages/run.py", task, "rope", True)
         assert not [p for p in trained if p.name in ("evaluate.py", "scoring.py")], task
         assert SRC / f"pelab/tasks/{task if (SRC / 'pelab/tasks' / task).is_dir() else 'length'}/evaluate.py" in scored
+
+
+def test_the_check_stage_depends_on_every_file_a_code_record_covers():
+    """The check stage writes the records of the stage groups' code, so it must run when any file they hold
+    changes; no record holds ``schemes.yaml`` (adding a scheme changes none) and each names the stage's own task's
+    package only."""
+    check = next(stage for name, stage, _ in STAGES if name == "check")
+    deps = [ROOT / d for d in check["deps"]]
+    covered = {ROOT / f for study, kind, task in groups() for f in code_record(study, kind, task)}
+    assert not {p for p in covered if not any(p == d or d in p.parents for d in deps)}
+    assert {ROOT / r for r in recorded_files()} and "reports/code" in check["outs"]
+    assert ROOT / "src/pelab/positional/schemes.yaml" not in covered
+    copy = code_record(STUDIES[0], "run", "copy")
+    assert "src/pelab/tasks/copy/task.py" in copy and not any("tasks/translation" in f for f in copy)
+    assert "src/pelab/training/loop.py" in copy and "stages/run.py" in copy and "stages/tune.py" not in copy
+    assert "src/pelab/tasks/copy/evaluate.py" in copy  # run stages score their runs; prepare stages do not
+    assert "src/pelab/tasks/copy/evaluate.py" not in code_record(STUDIES[0], "prepare", "copy")
+
+
+def test_code_records_are_rewritten_only_where_they_differ(tmp_path):
+    import hashlib
+    import os
+
+    written = write_code_records(tmp_path)
+    assert len(written) == len(list(groups())) == len(set(written))
+    path = record_path(tmp_path, STUDIES[0], "run", "copy")
+    assert path == tmp_path / "main/run/copy.json" and path in written
+    record = json.loads(path.read_text())
+    assert record == {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() for f in record}
+    os.utime(path, (0, 0))
+    (tmp_path / "main/run/gone.json").write_text("{}")  # a task no longer registered
+    write_code_records(tmp_path)
+    assert path.stat().st_mtime == 0 and not (tmp_path / "main/run/gone.json").exists()

@@ -33,6 +33,7 @@ TASK, SCHEME, ITEM = "${item.task}", "${item.scheme}", "${item}"
 SCHEMES_FILE = "src/pelab/positional/schemes.yaml"  # never a whole-file dependency of a run stage (pelab.closure)
 CLAIMS_FILE = "src/pelab/report/claims.yaml"  # the claims the aggregate stage judges for the headline
 SCHEME_RECORDS = "reports/schemes"  # the check stage's records of what each scheme is trained from (runner.scheme_records)
+CODE_RECORDS = "reports/code"  # the check stage's records of the code each stage group runs (pipeline.code_records)
 WDIR = "../../.."  # a study's stages run in the repository's root, like the root pipeline's
 CHECKED = "reports/params_checked.txt"  # the check stage's output, which every prepare stage reads
 
@@ -195,7 +196,7 @@ def prepare_stage(study: StudyRecord) -> dict[str, Any]:
             "wdir": WDIR,
             "cmd": f"python stages/prepare.py --task {ITEM} --out data/{ITEM}",
             "deps": [CHECKED, *([] if study.per_scheme else [problem_record_file(study)]),
-                     *code_deps("prepare.py", study, False, task_var=ITEM), *study.corpora],
+                     code_record_file(study, "prepare", ITEM), *study.corpora],
             "params": [f"{study.package or ITEM}.data"],
             "outs": [f"data/{ITEM}"],
         },
@@ -216,7 +217,7 @@ def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
         "wdir": WDIR,
         "cmd": f"python stages/run.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs "
                f"--live dvclive --results results",
-        "deps": [f"data/{TASK}", record, *code_deps("run.py", study, True)],
+        "deps": [f"data/{TASK}", record, code_record_file(study, "run", TASK)],
         "params": [*read, f"{study.runs_key}.${{key}}"],
         "outs": [f"runs/{run}", f"results/{run}"],
         "plots": [{f"dvclive/{run}": {"x": "step"}}],
@@ -228,7 +229,7 @@ def per_scheme_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
             "wdir": WDIR,
             "cmd": f"python stages/tune.py --task {TASK} --scheme {SCHEME} --data data/{TASK} --runs runs/tuned "
                    f"--sweeps runs/sweep --results results/tuned",
-            "deps": [f"data/{TASK}", record, *code_deps("tune.py", study, True)],
+            "deps": [f"data/{TASK}", record, code_record_file(study, "tune", TASK)],
             "params": [*read[:1], "tune.scales", "tune.seed", *read[1:], f"{study.tuned_runs_key}.${{key}}"],
             "outs": [f"runs/tuned/{run}", f"runs/sweep/{run}", f"results/tuned/{run}"],
         }},
@@ -251,8 +252,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "wdir": WDIR,
                 "cmd": f"python stages/run.py --task {ITEM} --data data/{ITEM} --runs runs --live dvclive "
                        f"--results results",
-                "deps": [f"data/{ITEM}", *record,
-                         *code_deps("run.py", study, True, task_var=ITEM)],
+                "deps": [f"data/{ITEM}", *record, code_record_file(study, "run", ITEM)],
                 "params": read,
                 "outs": [f"runs/{ITEM}", f"results/{ITEM}"],
                 "plots": [{f"dvclive/{ITEM}": {"x": "step"}}],
@@ -264,8 +264,7 @@ def per_task_stages(study: StudyRecord) -> dict[str, dict[str, Any]]:
                 "wdir": WDIR,
                 "cmd": f"python stages/tune.py --task {ITEM} --data data/{ITEM} --runs runs/tuned --sweeps runs/sweep "
                        f"--results results/tuned",
-                "deps": [f"data/{ITEM}", *record,
-                         *code_deps("tune.py", study, True, task_var=ITEM)],
+                "deps": [f"data/{ITEM}", *record, code_record_file(study, "tune", ITEM)],
                 "params": [*read[:1], "tune.scales", "tune.seed", *read[1:]],
                 "outs": [f"runs/tuned/{ITEM}", f"runs/sweep/{ITEM}", f"results/tuned/{ITEM}"],
             },
@@ -278,6 +277,12 @@ def scheme_record_file(study: StudyRecord) -> str:
     return f"{SCHEME_RECORDS}/{study.name}.json"
 
 
+def code_record_file(study: StudyRecord, kind: str, task_var: str) -> str:
+    """The check stage's record of the code a stage of ``study``'s ``kind`` runs for its task (``task_var``: how the
+    stage names it), which it depends on in place of the files (``pipeline.code_records``)."""
+    return f"{CODE_RECORDS}/{study.name}/{kind}/{task_var}.json"
+
+
 def problem_record_file(study: StudyRecord) -> str:
     """Likewise of its tasks' problems (what its prepare stages read in place of the problem modules)."""
     return f"{SCHEME_RECORDS}/{study.name}_problems.json"
@@ -285,6 +290,7 @@ def problem_record_file(study: StudyRecord) -> str:
 
 def root_stages() -> dict[str, dict[str, Any]]:
     """check, before every other stage; aggregate and report: over every study's runs and results."""
+    from pelab.pipeline.code_records import recorded_files
     from pelab.runner.scheme_records import EACH
     from pelab.tasks import task_names
 
@@ -292,12 +298,13 @@ def root_stages() -> dict[str, dict[str, Any]]:
     study_keys = [k for s in STUDIES for k in (s.tasks_key, s.schemes_key, s.task_schemes_key) if k]
     return {
         "check": {
-            "cmd": f"python stages/check.py --out {CHECKED} --schemes {SCHEME_RECORDS}",
-            "deps": _ordered(_root_deps("check.py") | {SCHEMES_FILE}),
+            "cmd": f"python stages/check.py --out {CHECKED} --schemes {SCHEME_RECORDS} --code {CODE_RECORDS}",
+            # its own code, and every file the records of the stage groups' code cover
+            "deps": _ordered(_root_deps("check.py") | {SCHEMES_FILE} | recorded_files()),
             # every key of params.yaml (`pe`: the scheme selection, with its list)
             "params": _outermost(["profile", "pe", *study_keys, "seeds", "reference", "device", "tune", "positional",
                                   *sections]),
-            "outs": [CHECKED, f"{SCHEME_RECORDS}/{EACH}",
+            "outs": [CHECKED, f"{SCHEME_RECORDS}/{EACH}", CODE_RECORDS,
                      *(f for s in STUDIES if not s.per_scheme for f in (scheme_record_file(s), problem_record_file(s)))],
         },
         "aggregate": {
