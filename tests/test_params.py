@@ -47,7 +47,9 @@ def test_pe_all_lists_every_scheme_every_task_can_use_in_registry_order(repo_roo
     # scheme that runs causally (all but the two bidirectional forms of ALiBi, which equal `alibi` there)
     switched = ("hope", "rope_ssmax", "rope_sink", "rope_gate")  # in the LM only (the suite's time)
     assert full["length_schemes"] == [s for s in scheme_names() if s != "xpos" and s not in switched]
-    assert full["lm_schemes"] == [s for s in scheme_names() if s not in ("alibi_sym", "alibi_offset")]
+    # and QK-norm as a switch on NoPE and RoPE (its claims: src/pelab/report/claims.yaml)
+    assert full["lm_schemes"] == [s for s in scheme_names() if s not in ("alibi_sym", "alibi_offset")] + [
+        "none+qk_norm", "rope+qk_norm"]
 
 
 def test_every_scheme_has_its_config_group_file(repo_root):

@@ -122,6 +122,52 @@ def test_the_gate_multiplies_each_head_s_channels_by_a_sigmoid_of_the_query_s_in
     assert_close(run(attn, x, None)[0], run(attention(()), x, None)[0])
 
 
+def test_qk_norm_is_torch_s_rms_norm_of_each_head_before_the_positions_and_ignores_the_projection_s_scale():
+    """Per head as HF's Qwen3 (``q_norm = Qwen3RMSNorm(head_dim)`` on the projected heads, before RoPE), checked
+    against torch's own ``F.rms_norm`` (ε = 10⁻⁶, the learned gain per channel); the attention then reads those heads.
+    RMS normalisation makes the output blind to the scale of the query and key projections, and bounds each logit by
+    max|g_q|·max|g_k|·√Dh."""
+    attn = attention(("qk_norm",))
+    x = torch.randn(2, 7, 16)
+    norm = attn.switches.qk_norm
+    q, k, v = attn.project(x, x)
+    heads = attn.split_heads
+    assert_close(q, torch.nn.functional.rms_norm(heads(attn.q_proj(x)), (8,), norm.q_gain, eps=1e-6))
+    assert_close(k, torch.nn.functional.rms_norm(heads(attn.k_proj(x)), (8,), norm.k_gain, eps=1e-6))
+    assert_close(run(attn, x, None)[0], by_hand(attn, x, None)[0])
+    rope = build_positional_encoding("rope", d_model=16, n_heads=2)  # normed first, then rotated
+    positions = torch.arange(7)
+    rotated = rope.rotate(q, k, positions, positions)
+    with torch.no_grad():
+        out = attn(x, x, pe=rope, q_pos=positions, k_pos=positions, attn_bias=None)[0]
+        expected = attn.out_proj(((rotated[0] @ rotated[1].transpose(-2, -1) / math.sqrt(8)).softmax(-1) @ v)
+                                 .transpose(1, 2).flatten(2))
+    assert_close(out, expected)
+    with torch.no_grad():
+        for proj in (attn.q_proj, attn.k_proj):
+            proj.weight.mul_(10.0)
+            proj.bias.mul_(10.0)
+    assert_close(run(attn, x, None)[0], by_hand(attn, x, None)[0])
+    logits = (q @ k.transpose(-2, -1)) / math.sqrt(8)
+    bound = float(norm.q_gain.abs().max() * norm.k_gain.abs().max()) * math.sqrt(8)  # |q|, |k| <= max|g|·√Dh
+    assert float(logits.abs().max()) <= bound + 1e-5
+
+
+def test_qk_norm_makes_attention_blind_to_the_scale_of_queries_and_keys():
+    x = torch.randn(2, 7, 16)
+    plain, scaled = attention(("qk_norm",)), attention(("qk_norm",))
+    with torch.no_grad():
+        for proj in (scaled.q_proj, scaled.k_proj):
+            proj.weight.mul_(7.0)
+            proj.bias.mul_(7.0)
+    assert_close(run(scaled, x, None)[0], run(plain, x, None)[0], atol=1e-5, rtol=1e-5)
+    unnormed = attention(())
+    with torch.no_grad():
+        for proj in (unnormed.q_proj, unnormed.k_proj):
+            proj.weight.mul_(7.0)
+    assert not torch.allclose(run(unnormed, x, None)[0], run(attention(()), x, None)[0], atol=1e-3)
+
+
 def test_all_three_together_are_each_in_turn():
     attn = attention(("ssmax", "sink", "gate"))
     x = torch.randn(2, 6, 16)
@@ -192,10 +238,10 @@ def test_a_scheme_plus_a_switch_is_the_switch_as_an_axis_beside_any_scheme():
     pe = build_positional_encoding("alibi+sink", d_model=16, n_heads=2, causal=True)
     assert pe.name == "alibi+sink" and "gpt-oss" in describe(pe, None)
     with pytest.raises(ValueError, match=r"unknown switch\(es\) \['softcap'\] in scheme 'rope\+softcap'; valid "
-                                         r"switches: gate, sink, ssmax$"):
+                                         r"switches: gate, qk_norm, sink, ssmax$"):
         scheme_spec("rope+softcap")
     with pytest.raises(ValueError, match=r"unknown positional scheme 'roper\+sink'; valid choices: none, .*"
-                                         r"\(or <scheme>\+<switch>, switches: gate, sink, ssmax\)$"):
+                                         r"\(or <scheme>\+<switch>, switches: gate, qk_norm, sink, ssmax\)$"):
         scheme_spec("roper+sink")
     with pytest.raises(ValueError, match=r"'rope_sink\+sink' adds no switch to 'rope_sink'"):
         scheme_spec("rope_sink+sink")
@@ -210,7 +256,7 @@ def test_each_switch_is_a_module_with_its_record():
     from pelab.positional.switched import FOLDER, switch_records
 
     names = sorted(p.stem for p in Path(FOLDER).glob("*.py") if p.stem not in ("__init__", "base"))
-    assert list(switch_records()) == names == ["gate", "sink", "ssmax"]
+    assert list(switch_records()) == names == ["gate", "qk_norm", "sink", "ssmax"]
     for name, record in switch_records().items():
         assert issubclass(switch_class(name), Switch) and record.reference.count("http") == 1 and record.says
 
@@ -228,7 +274,7 @@ def test_the_translation_model_switches_self_attention_only():
 def test_an_unknown_switch_is_refused_in_one_line():
     assert check_switches(["ssmax", "gate"], "x") == ("gate", "ssmax")  # the switches' order: their modules' names
     with pytest.raises(ValueError, match=r"unknown switch\(es\) \['softcap'\] in rope_x; valid switches: gate, "
-                                         r"sink, ssmax"):
+                                         r"qk_norm, sink, ssmax"):
         check_switches(["softcap"], "rope_x")
 
 
@@ -250,3 +296,14 @@ def test_the_report_reads_each_switched_scheme_against_its_base_paired_by_seed()
     same = records.assign(value=1.0)  # ties are counted as such, and a zero difference has no sign
     assert "1.000 → 1.000, +0.000 [+0.000, +0.000] (lower on 0, equal on 5 of 5 seeds)" in switch_reading(
         same, "lm", ["rope", "rope_ssmax"], [("at_4L", "ppl_sliding", "ppl at 256", True)])
+
+
+def test_pelab_schemes_lists_every_switch_with_its_source():
+    from click.testing import CliRunner
+
+    from pelab.cli import main
+
+    out = CliRunner().invoke(main, ["schemes"]).output
+    listed = out[out.index("switches (any scheme as <scheme>+<switch>"):].splitlines()[1:]
+    assert [line.split()[0] for line in listed] == list(SWITCHES) == ["gate", "qk_norm", "sink", "ssmax"]
+    assert all("http" in line for line in listed)

@@ -117,6 +117,9 @@ def schemes() -> None:
             click.echo(f"{'':15s} source: {source}")
         for switch in spec.switches:
             click.echo(f"{'':15s} switch {switch}: {SWITCHES[switch]}")
+    click.echo("switches (any scheme as <scheme>+<switch>, e.g. rope+qk_norm):")
+    for switch, reference in SWITCHES.items():
+        click.echo(f"{switch:15s} {reference}")
 
 
 @main.command()

@@ -86,10 +86,12 @@ class MultiHeadAttention(nn.Module):
         return x.unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
 
     def project(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries from x (B, Tq, D), keys and values from memory (B, Tk, D), split into heads and not yet
-        rotated: (B, H, Tq, Dh), (B, H, Tk, Dh), (B, H, Tk, Dh). What probes read (``pelab.probe``)."""
+        """Queries from x (B, Tq, D), keys and values from memory (B, Tk, D), split into heads (queries and keys as the
+        switches' ``normed`` leaves them: QK-norm) and not yet rotated: (B, H, Tq, Dh), (B, H, Tk, Dh), (B, H, Tk, Dh).
+        What probes read (``pelab.probe``)."""
         heads = self.split_heads
-        return heads(self.q_proj(x)), heads(self.k_proj(memory)), heads(self.v_proj(memory))
+        q, k = self.switches.normed(heads(self.q_proj(x)), heads(self.k_proj(memory)))
+        return q, k, heads(self.v_proj(memory))
 
     def forward(
         self,

@@ -1,4 +1,5 @@
-"""Switches against attention dilution: changes to self-attention that compose with every positional scheme.
+"""Switches: changes to self-attention that compose with every positional scheme, against attention dilution (SSMax,
+sinks, an output gate) or for stable logits (QK-norm).
 
 **Found by convention** (the one place this is said): a switch is one module of this package, named like the switch
 (``ssmax.py``), holding its record (``REFERENCE``, ``SAYS``: read without torch by ``positional.switched``) and
@@ -40,6 +41,11 @@ class Switches(nn.Module):
         for name in self.names:  # in the switches' order, so a pair draws its parameters as each alone would
             self.add_module(name, switch_class(name)(d_model, n_heads))
         self.counts_keys = any(s.counts_keys for s in self.children())
+
+    def normed(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for switch in self.children():
+            q, k = switch.normed(q, k)
+        return q, k
 
     def query_scale(self, seen: torch.Tensor | None, k_len: int) -> torch.Tensor | None:
         """The product of the switches' factors on each query (``Switch.query_scale``), or None."""

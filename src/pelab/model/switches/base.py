@@ -1,6 +1,7 @@
 """What every switch against attention dilution is: a module of one self-attention layer with four hooks, each the
 identity unless the switch overrides it (``pelab.model.switches`` composes a layer's switches in this order:
-``query_scale``, ``with_sink``, the softmax, ``key_weights``, ``gated``)."""
+``normed`` on the projected heads, before the scheme's rotation; ``query_scale``, ``with_sink``, the softmax,
+``key_weights``, ``gated``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ class Switch(nn.Module):
     def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
         self.d_model, self.n_heads = d_model, n_heads
+
+    def normed(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The projected heads q (B, H, Tq, Dh) and k (B, H, Tk, Dh) before the scheme's rotation (QK-norm)."""
+        return q, k
 
     def query_scale(self, seen: torch.Tensor | None, k_len: int) -> torch.Tensor | None:
         """A factor on each query (and so on its logits), (B|1, H, Tq|1, 1); ``seen`` (B|1, H|1, Tq, Tk): the masks'
