@@ -146,7 +146,8 @@ def test_pelab_schemes_lists_each_schemes_options_with_their_defaults():
     from pelab.cli import main
 
     output = CliRunner().invoke(main, ["schemes"]).output.splitlines()
-    lines = {line.split()[0]: line for line in output if not line.startswith(" ")}  # indented: a layout's source
+    switches = next(i for i, line in enumerate(output) if line.startswith("switches ("))  # then the switches
+    lines = {line.split()[0]: line for line in output[:switches] if not line.startswith(" ")}  # indented: sources
     assert list(lines) == scheme_names()
     assert lines["t5"].endswith("options: num_buckets=32, max_distance=128")
     assert lines["alibi"].endswith("options: -")

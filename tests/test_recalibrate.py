@@ -53,12 +53,45 @@ def test_the_settings_name_the_methods_in_their_order():
 def test_rope_s_extensions_apply_only_where_the_scheme_has_them():
     alibi = build_positional_encoding("alibi", d_model=32, n_heads=2, causal=True, n_layers=1)
     assert [m.name for m in METHODS if m.applies_to(alibi)] == ["long"]
-    assert [m.name for m in METHODS if m.applies_to(_rope())] == ["long", "pi", "ntk", "yarn", "pose", "pose_tokens"]
+    assert [m.name for m in METHODS if m.applies_to(_rope())] == ["long", "pi", "ntk", "yarn", "pose", "pose_tokens",
+                                                                    "drope"]
     from pelab.analysis.variants import VARIANTS
 
     for m in METHODS:  # no suffix ends with a zero-shot variant's: with_variants reads each row under one name
         assert not any(m.suffix.endswith(other) for other in VARIANTS if other != m.suffix)
         assert m.suffix in VARIANTS and m.suffix.endswith("tuned")
+
+
+def test_drope_reads_the_trained_weights_with_no_positions_and_recalibrates_at_l():
+    """Gelberg et al. 2025: RoPE dropped after training. The model with DroPE's module in place is NoPE's model with
+    the same weights (logits equal to the bit, and different from the run's), and its fine-tune reads rows of L
+    tokens at the others' budget."""
+    from pelab.model.config import ModelConfig
+    from pelab.model.sequence import build_sequence_model
+    from pelab.positional.recalibration import in_place
+
+    cfg = ModelConfig(d_model=32, n_layers=2, n_heads=2, d_ff=64)
+    rope = build_sequence_model("rope", 17, cfg, None, 0, causal=True).eval()
+    dropped = in_place(rope, method("drope"), context=16, multiple=2)
+    nope = build_sequence_model("none", 17, cfg, None, 0, causal=True).eval()
+    nope.load_state_dict(rope.state_dict())  # the same weights: RoPE has no parameter of its own
+    x = torch.randint(0, 17, (3, 12), generator=torch.Generator().manual_seed(0))
+    positions = torch.arange(12)
+    with torch.no_grad():
+        assert torch.equal(dropped(x, positions)[0], nope(x, positions)[0])
+        assert not torch.allclose(dropped(x, positions)[0], rope(x, positions)[0])
+    assert type(dropped.pe).__name__ == type(nope.pe).__name__ and rope.pe.variants == "rope_extensions"
+    raw = smoke_raw(tasks=[], lm_tasks=["lm"], lm_schemes=["rope"])
+    raw["lm"]["eval"] = {**raw["lm"]["eval"], "recalibrate": ["rope"]}
+    lm = parse_params(raw).task("lm")
+    assert finetune_config(lm, method("drope")).data.context == lm.data.context
+    assert finetune_config(lm, method("drope")).train == finetune_config(lm, method("long")).train
+    assert finetune_config(lm, method("long")).data.context == 2 * lm.data.context
+    from pelab.positional.recalibration import methods_for  # with QK-norm: the reference's qk_norm_nope target
+
+    raw = smoke_raw(tasks=[], lm_tasks=["lm"], lm_schemes=["rope+qk_norm"])
+    raw["lm"]["eval"] = {**raw["lm"]["eval"], "recalibrate": ["rope+qk_norm"]}
+    assert "drope" in [m.name for m in methods_for(parse_params(raw).task("lm"), "rope+qk_norm", True)]
 
 
 def test_pose_rows_are_two_chunks_of_the_long_row_at_skip_wise_positions():
@@ -150,7 +183,7 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("recal")
     raw = smoke_raw(tasks=[], lm_tasks=["lm"], lm_schemes=["rope", "alibi"], seeds=[0, 1])
     raw["lm"]["eval"] = {**raw["lm"]["eval"], "recalibrate": ["rope", "alibi"], "recalibrate_share": 0.5,
-                         "recalibrate_methods": ["long", "pi", "pose"]}
+                         "recalibrate_methods": ["long", "pi", "pose", "drope"]}
     params = parse_params(raw)
     get_task("lm").prepare(params.task("lm"), root / "data")
     for scheme in ("rope", "alibi"):
@@ -169,7 +202,7 @@ def test_a_killed_fine_tune_resumes_to_the_same_weights_and_a_kept_one_is_not_tu
     kept = tmp_path / ".kept" / "lm" / "rope"
     whole = recal.recalibrate_runs(params, "lm", "rope", [0], root / "data", runs, device="cpu")
     assert [p.relative_to(runs).as_posix() for p in whole] == [
-        f"lm/rope/recalibrated/{m}/seed_0" for m in ("long", "pi", "pose")]
+        f"lm/rope/recalibrated/{m}/seed_0" for m in ("long", "pi", "pose", "drope")]
     weights = {p.parent.name: torch.load(p / "model.pt", weights_only=True) for p in whole}
     shutil.rmtree(runs / "lm" / "rope" / "recalibrated")
 
@@ -180,7 +213,7 @@ def test_a_killed_fine_tune_resumes_to_the_same_weights_and_a_kept_one_is_not_tu
     assert torch.load(kept / "recalibrated" / "pose" / "state.pt", weights_only=False)["step"] == 2
     shutil.rmtree(runs / "lm" / "rope" / "recalibrated")  # as DVC does before it reruns the stage
     again = recal.recalibrate_runs(params, "lm", "rope", [0], root / "data", runs, device="cpu", kept=kept)
-    assert len(calls) == 4  # long and pi restored; pose resumed
+    assert len(calls) == 5  # long and pi restored; pose resumed; drope, killed before it started, trained
     assert_same_weights(again, weights)
     assert not (kept / "recalibrated" / "pose" / "state.pt").exists()
     meta = io.read_json(again[1] / "run.json")
@@ -204,8 +237,9 @@ def test_fine_tuned_runs_are_scored_beside_their_base_run_and_read_as_pseudo_sch
     records = pd.DataFrame([r for scheme in ("rope", "alibi") for k in (0, 1)
                             for r in io.read_jsonl(tmp_path / "results" / "lm" / scheme / f"seed_{k}" / "records.jsonl")])
     shown, names = with_variants(records)
-    assert {"rope+long-tuned", "rope+PI-tuned", "rope+PoSE-tuned", "alibi+long-tuned", "rope+PI-untuned"} <= set(names)
-    assert "alibi+PI-tuned" not in names and "rope+PoSE-untuned" not in names and "rope+long-untuned" not in names
+    assert {"rope+long-tuned", "rope+PI-tuned", "rope+PoSE-tuned", "alibi+long-tuned", "rope+PI-untuned",
+            "rope+DroPE-tuned", "rope+DroPE-untuned"} <= set(names)
+    assert "alibi+PI-tuned" not in names and "alibi+DroPE-tuned" not in names and "rope+PoSE-untuned" not in names and "rope+long-untuned" not in names
     # the run read with PI's module at s = 2: another reading of the run within L (positions halved), not the run
     untuned = shown[(shown["pe"] == "rope+PI-untuned") & (shown["split"] == "at_L") & (shown["metric"] == "ppl_sliding")]
     run = shown[(shown["pe"] == "rope") & (shown["split"] == "at_L") & (shown["metric"] == "ppl_sliding")]

@@ -90,3 +90,13 @@ def test_a_figure_that_fails_in_the_background_raises_when_the_block_ends(tmp_pa
     with pytest.raises(IsADirectoryError), style.rendering_in_background(1):
         style.save(_figure(), tmp_path / "taken.png")
     assert style._renderer is None
+
+
+def test_a_scheme_with_switches_has_a_colour_of_its_own_fixed_by_its_name():
+    """`none+qk_norm` is no registered entry: the figures still draw it, in a colour of its own, the same each time."""
+    from pelab.report.style import scheme_palette
+
+    palette = scheme_palette()
+    colour = palette["none+qk_norm"]
+    assert len(colour) == 3 and colour == scheme_palette()["none+qk_norm"]
+    assert colour != palette["none"] and "rope" in palette

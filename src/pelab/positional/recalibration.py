@@ -15,6 +15,13 @@ length is M·L, so each is fixed at s = M:
   their tokens (its claim is that efficiency).
 * ``pose_tokens``: the same for M times the steps, about the others' tokens: whether PoSE's gap to them is its
   positions or its fewer tokens.
+* ``drope``: DroPE (Gelberg et al. 2025, Extending the Context of Pretrained LLMs by Dropping Their Positional
+  Embeddings, https://arxiv.org/abs/2512.12167; reference SakanaAI/DroPE): RoPE dropped after training (the model
+  read with no positions at all, NoPE's module: ``none``), then a short recalibration at the trained length L, not
+  M·L (the paper's point: no long-context fine-tune), at the others' budget. Its "before" is the run with RoPE
+  dropped and no recalibration; its "after" is judged against the run as trained (no fine-tune at L keeps RoPE).
+  With QK-norm: the same method on a run trained with the switch (``rope+qk_norm``, the reference's ``qk_norm_nope``
+  target).
 
 Each method's "before" is the run as trained read with the same module at the same factor (``<scheme>+PI-untuned`` …;
 PoSE's is PI's; ``long``'s the run itself), so that before and after differ by the fine-tune alone (the zero-shot menu,
@@ -52,6 +59,10 @@ class Method:
     # the method whose module, put on the run as trained (no fine-tune), is this one's "before": the same module at
     # the same factor (PoSE's is PI's); None: the run as trained
     before: str | None = None
+    # the positions dropped: the module in place is NoPE's (``none``), for RoPE's runs (DroPE)
+    drop: bool = False
+    # fine-tuned at the trained length, not M times it (DroPE's recalibration)
+    at_trained_length: bool = False
 
     @property
     def before_method(self) -> Method | None:
@@ -73,10 +84,16 @@ class Method:
         return self.label.removesuffix("tuned") + "untuned"
 
     def applies_to(self, pe: PositionalEncoding) -> bool:
-        return self.rope_type is None or pe.variants == "rope_extensions"
+        return (self.rope_type is None and not self.drop) or pe.variants == "rope_extensions"
 
     def module(self, trained: PositionalEncoding, context: int, multiple: int) -> PositionalEncoding:
-        """The positional module the fine-tune and every evaluation length read, fixed at s = ``multiple``."""
+        """The positional module the fine-tune and every evaluation length read, fixed at s = ``multiple``; NoPE's,
+        with the trained module's width, heads and direction, where the method drops the positions."""
+        if self.drop:
+            from pelab.positional.registry import build_positional_encoding
+
+            return build_positional_encoding("none", d_model=trained.d_model, n_heads=trained.n_heads,
+                                             causal=trained.causal)
         if self.rope_type is None:
             return trained
         # dynamic at factor 1 read at M·L is NTK-aware scaling at s = M (rope_extensions.scaled_inverse_frequencies)
@@ -94,6 +111,7 @@ METHODS = (
     Method("pose", "_posetuned", "PoSE-tuned", "linear", pose=True, before="pi"),
     Method("pose_tokens", "_posetokenstuned", "PoSE-tokens-tuned", "linear", pose=True, before="pi",
            equal_tokens=True),
+    Method("drope", "_dropetuned", "DroPE-tuned", before="drope", drop=True, at_trained_length=True),
 )
 BY_NAME = {method.name: method for method in METHODS}
 
@@ -136,6 +154,6 @@ def methods_for(cfg: Any, scheme: str, causal: bool) -> list[Method]:
 def in_place(model: Any, method: Method, context: int, multiple: int) -> Any:
     """A sequence model (``with_positional``) with ``method``'s module in place, fixed at s = ``multiple`` for a
     trained length of ``context`` tokens; the model itself where the method keeps the trained module."""
-    if method.rope_type is None:
+    if method.rope_type is None and not method.drop:
         return model
     return model.with_positional(method.module(model.pe, context, multiple))

@@ -86,7 +86,8 @@ def recalibration_reading(records: pd.DataFrame, names: list[str], measure: Meas
             if tuned not in names or tuned not in present:
                 continue
             zero = base if method.before is None else f"{base}+{BY_NAME[method.before].untuned_label}"
-            after_base = base if method.name == "long" or control is None else control
+            # the control fine-tuned at M·L, except for the control itself and a method fine-tuned at L (DroPE)
+            after_base = base if method.name == "long" or method.at_trained_length or control is None else control
 
             def cell(a: str, b: str, split: str) -> tuple[str, int]:
                 return _cell(_differences(records, measure, a, b, split), measure.digits)

@@ -26,20 +26,36 @@ DPI = 130
 EXTRA_COLOURS = [(0.0, 0.0, 0.0), (0.45, 0.45, 0.0), (0.0, 0.45, 0.45), (0.55, 0.0, 0.3)]  # after tab10's ten
 
 
+SWITCHED_COLOURS = 12  # husl hues a scheme with switches (``rope+qk_norm``) is drawn in, by its name's crc32
+
+
+class Palette(dict):
+    """Each registered scheme's colour; a scheme with switches, named ``<scheme>+<switch>`` and registered by no
+    entry, a colour of its own from ``SWITCHED_COLOURS`` husl hues, fixed by its name."""
+
+    def __missing__(self, name: str) -> tuple[float, float, float]:
+        import zlib
+
+        hues = sns.color_palette("husl", n_colors=SWITCHED_COLOURS)
+        colour = self[name] = tuple(hues[zlib.crc32(name.encode()) % SWITCHED_COLOURS])
+        return colour
+
+
 def scheme_palette() -> dict[str, tuple[float, float, float]]:
-    """A fixed, distinct colour per registered scheme (tab10, then black, olive, teal, wine)."""
+    """A fixed, distinct colour per registered scheme (tab10, then black, olive, teal, wine), and per scheme with
+    switches (``Palette``)."""
     names = scheme_names()
     colours = list(sns.color_palette("tab10", n_colors=10)) + EXTRA_COLOURS
     if len(names) > len(colours):
         colours += list(sns.color_palette("husl", n_colors=len(names) - len(colours)))
-    return dict(zip(names, colours))
+    return Palette(zip(names, colours))
 
 
 def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, float]]:
     """Each scheme's colour, an evaluation-time variant (``<scheme>+PI``, ``pelab.analysis.variants``) in its
     scheme's."""
     colours = scheme_palette()
-    return {**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}}
+    return Palette({**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}})
 
 
 VARIANT_LINES = {"PI": "--", "NTK": ":", "dynamic": "-.", "yarn": (0, (6, 2)), "llama3": (0, (3, 1, 1, 1, 1, 1)),

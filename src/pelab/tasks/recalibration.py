@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # the names of ``pelab.positional.recalibration.METHODS``, in its order (tests/test_recalibrate.py checks they agree)
-METHOD_NAMES = ("long", "pi", "ntk", "yarn", "pose", "pose_tokens")
+METHOD_NAMES = ("long", "pi", "ntk", "yarn", "pose", "pose_tokens", "drope")
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,17 @@ class RecalibrationSettings:
                              f"{self.recalibrate_multiple}")
 
     def check_recalibrated_schemes(self, section: str) -> None:
-        """Every listed scheme a registered one (a listed scheme the study does not run is not recalibrated: a
-        profile lists what it may run)."""
-        from pelab.positional import scheme_names
+        """Every listed scheme a registered one, or one with switches (``rope+qk_norm``; a listed scheme the study
+        does not run is not recalibrated: a profile lists what it may run)."""
+        from pelab.positional import check_scheme, scheme_names
 
-        unknown = [s for s in self.recalibrate if s not in scheme_names()]
+        def known(name: str) -> bool:
+            try:
+                return check_scheme(name) == name
+            except ValueError:
+                return False
+
+        unknown = [s for s in self.recalibrate if not known(s)]
         if unknown:
             raise ValueError(f"{section}.recalibrate lists unknown scheme(s) {unknown}; valid choices: "
                              f"{', '.join(scheme_names())}")

@@ -40,9 +40,11 @@ POSE_GROUPS = 4  # PoSE draws its chunk split and skip this many times a batch (
 
 
 def finetune_config(cfg: TaskConfig, method: Method | None = None) -> TaskConfig:
-    """The task config a fine-tune trains and validates with: input lengths 1..M·N, the stated share of the run's
+    """The task config a fine-tune trains and validates with: input lengths 1..M·N (1..N for a method fine-tuned at
+    the trained length: DroPE), the stated share of the run's
     steps at the scaled rate (``finetune_train``; ``method``: PoSE at equal tokens takes M times the steps)."""
-    data = dataclasses.replace(cfg.data, train_max=cfg.eval.recalibrate_multiple * cfg.data.train_max)
+    multiple = 1 if method is not None and method.at_trained_length else cfg.eval.recalibrate_multiple  # DroPE: 1..N
+    data = dataclasses.replace(cfg.data, train_max=multiple * cfg.data.train_max)
     return dataclasses.replace(cfg, data=data, train=finetune_train(cfg.train, cfg.eval, method))
 
 

@@ -34,11 +34,13 @@ POSE_GROUPS = 4  # PoSE draws its chunk split and skip this many times a batch (
 
 
 def finetune_config(cfg: TaskConfig, method: Method | None = None) -> TaskConfig:
-    """The task config a fine-tune trains and validates with: rows of M·L tokens, the stated share of the run's
+    """The task config a fine-tune trains and validates with: rows of M·L tokens (L for a method fine-tuned at the
+    trained length: DroPE), the stated share of the run's
     (budgeted) steps at the scaled rate (``finetune_train``; ``method``: PoSE at equal tokens takes M times the
     steps)."""
     train = dataclasses.replace(finetune_train(cfg.train, cfg.eval, method), epochs=None)
-    data = dataclasses.replace(cfg.data, context=cfg.eval.recalibrate_multiple * cfg.data.context)
+    multiple = 1 if method is not None and method.at_trained_length else cfg.eval.recalibrate_multiple  # DroPE: at L
+    data = dataclasses.replace(cfg.data, context=multiple * cfg.data.context)
     return dataclasses.replace(cfg, data=data, train=train)
 
 
