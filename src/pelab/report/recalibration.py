@@ -37,6 +37,7 @@ class Measure:
     within_label: str  # e.g. "within L"
     far_label: str  # e.g. "at 256"
     beyond_label: str  # the verdict's range, e.g. "beyond L"
+    trained_on: str = "at the trained length"  # where a method fine-tuned at the trained length read (DroPE)
 
 
 def lm_measure(far: int, multiple: int) -> Measure:
@@ -108,6 +109,9 @@ def recalibration_reading(records: pd.DataFrame, names: list[str], measure: Meas
             f"(fixed at s = {multiple}), then scored again; before: the run as trained read with the same module "
             f"({measure.what}; mean over seeds of the paired differences, [95% t-interval]; a cost above 0 is worse "
             f"{measure.within_label}, a gain above 0 better {measure.far_label}).")
+    if any(f"+{BY_NAME['drope'].label}" in row[0] for row in rows):
+        lead += (f" DroPE is the exception: RoPE dropped, the run fine-tuned {measure.trained_on} with no positions, "
+                 "and judged after against the run as trained.")
     sentences = [lead] + (["What the fine-tune changes: " + "; ".join(changed) + "."] if changed else
                           [f"No verdict {measure.beyond_label} changes sign once the fine-tune is in (at 95%, where "
                            "both were read)."])
