@@ -100,3 +100,8 @@ def test_a_scheme_with_switches_has_a_colour_of_its_own_fixed_by_its_name():
     colour = palette["none+qk_norm"]
     assert len(colour) == 3 and colour == scheme_palette()["none+qk_norm"]
     assert colour != palette["none"] and "rope" in palette
+    from pelab.report.style import palette_with_variants
+
+    shown = palette_with_variants(["none", "none+qk_norm", "rope+PI", "rope+qk_norm", "rope+qk_norm+PI"])
+    assert shown["none+qk_norm"] == colour != shown["none"] and shown["rope+PI"] == palette["rope"]
+    assert shown["rope+qk_norm+PI"] == shown["rope+qk_norm"] != palette["rope"]

@@ -53,9 +53,16 @@ def scheme_palette() -> dict[str, tuple[float, float, float]]:
 
 def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, float]]:
     """Each scheme's colour, an evaluation-time variant (``<scheme>+PI``, ``pelab.analysis.variants``) in its
-    scheme's."""
+    scheme's; a scheme with switches (``none+qk_norm``) is a scheme, in a colour of its own, and so are its
+    variants (``rope+qk_norm+PI`` in ``rope+qk_norm``'s)."""
+    from pelab.positional.switched import SWITCHES
+
+    def base(name: str) -> str:
+        head, _, tail = name.rpartition("+")
+        return name if not head or tail in SWITCHES else base(head)
+
     colours = scheme_palette()
-    return Palette({**colours, **{name: colours[name.split("+")[0]] for name in names if "+" in name}})
+    return Palette({**colours, **{name: colours[base(name)] for name in names if "+" in name}})
 
 
 VARIANT_LINES = {"PI": "--", "NTK": ":", "dynamic": "-.", "yarn": (0, (6, 2)), "llama3": (0, (3, 1, 1, 1, 1, 1)),
