@@ -911,7 +911,8 @@ def test_flip_flop_answers_what_a_hand_built_flip_flop_automaton_reads():
                 assert bit == state  # a read inside the program repeats the last write
         assert answer == state
     assert set(answers[:, 0].tolist()) == {0, 1} and problem.answer_alphabet(cfg) == 2
-    assert problem.capacity(cfg, 1) == 2 and len(set(map(tuple, problem.draw(cfg, 2, 10, torch.Generator()).tolist()))) == 10
+    two = problem.draw(cfg, 2, 10, torch.Generator()).tolist()  # 2 · 5 programs of two instructions: all of them
+    assert problem.capacity(cfg, 1) == 2 and len(set(map(tuple, two))) == 10
 
 
 def test_flip_flop_draws_ffl_08_and_its_floor_holds_against_order_free_predictors_fitted_out_of_sample():
