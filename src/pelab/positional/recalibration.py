@@ -18,10 +18,11 @@ length is M·L, so each is fixed at s = M:
 * ``drope``: DroPE (Gelberg et al. 2025, Extending the Context of Pretrained LLMs by Dropping Their Positional
   Embeddings, https://arxiv.org/abs/2512.12167; reference SakanaAI/DroPE): RoPE dropped after training (the model
   read with no positions at all, NoPE's module: ``none``), then a short recalibration at the trained length L, not
-  M·L (the paper's point: no long-context fine-tune), at the others' budget. Its "before" is the run with RoPE
-  dropped and no recalibration; its "after" is judged against the run as trained (no fine-tune at L keeps RoPE).
-  With QK-norm: the same method on a run trained with the switch (``rope+qk_norm``, the reference's ``qk_norm_nope``
-  target).
+  M·L (the paper's point: no long-context fine-tune), at the others' steps and batch, so on rows of L it reads 1/M
+  of their tokens. Its "before" is the run with RoPE dropped and no recalibration; its "after" is judged against the
+  run as trained (no fine-tune at L keeps RoPE). On a run trained with QK-norm (``rope+qk_norm``) it is not the
+  reference's ``qk_norm_nope``: that adds QK-norm at the drop (one RMSNorm over all heads' channels, learned during
+  recalibration), where ours is per head and trained from the start.
 
 Each method's "before" is the run as trained read with the same module at the same factor (``<scheme>+PI-untuned`` …;
 PoSE's is PI's; ``long``'s the run itself), so that before and after differ by the fine-tune alone (the zero-shot menu,
