@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pelab.errors import one_line_errors  # noqa: F401  (re-exported for the stage scripts)
+from pelab.exit import run_and_exit  # noqa: F401  (likewise: each script's entry, without Python's teardown)
 
 params_option = click.option(
     "--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True, dir_okay=False)

@@ -7,7 +7,7 @@ params as plain data for the report (reports/study.json), and the ranking at sha
 from pathlib import Path
 
 import click
-from _common import one_line_errors, params_option
+from _common import one_line_errors, params_option, run_and_exit
 
 from pelab.aggregate import aggregate
 from pelab.params import load_params
@@ -33,4 +33,4 @@ def main(params_path: str, runs_dir: str, results_dir: str, metrics_dir: str, su
 
 
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 import yaml
-from _common import one_line_errors, params_option
+from _common import one_line_errors, params_option, run_and_exit
 
 from pelab.compose import stale_items
 from pelab.pipeline.code_records import write_code_records
@@ -50,4 +50,4 @@ def main(params_path: str, out_path: str, schemes_dir: str, code_dir: str) -> No
 
 
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)

@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 import click
-from _common import one_line_errors, params_option, task_option
+from _common import one_line_errors, params_option, run_and_exit, task_option
 
 from pelab.params import load_params
 from pelab.tasks import get_task
@@ -26,4 +26,4 @@ def main(params_path: str, task_name: str, out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)

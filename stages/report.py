@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import click
-from _common import one_line_errors
+from _common import one_line_errors, run_and_exit
 
 from pelab.report.build import build_report
 from pelab.report.study import Study
@@ -31,4 +31,4 @@ def main(study_path: str, records_path: str, plots_dir: str, runs_dir: str, resu
 
 
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)

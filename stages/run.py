@@ -17,7 +17,7 @@ the same way) and scored beside it.
 from pathlib import Path
 
 import click
-from _common import one_line_errors, params_option, study_schemes, task_option
+from _common import one_line_errors, params_option, run_and_exit, study_schemes, task_option
 
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
@@ -70,4 +70,4 @@ def main(params_path: str, task_name: str, schemes: tuple[str, ...], seeds: tupl
 
 
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)

@@ -9,7 +9,7 @@ are kept under ``KEPT/<task>/<scheme>/`` like the run stage's.
 from pathlib import Path
 
 import click
-from _common import one_line_errors, params_option, study_schemes, task_option
+from _common import one_line_errors, params_option, run_and_exit, study_schemes, task_option
 
 from pelab.params import load_params
 from pelab.runner.checkpoint import run_dir
@@ -51,4 +51,4 @@ def main(params_path: str, task_name: str, schemes: tuple[str, ...], data_dir: s
 
 
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)

@@ -325,5 +325,13 @@ def _blocks(widths: list[int], room: int) -> list[list[int]]:
     return blocks + ([current] if current else [])
 
 
+def entry() -> None:
+    """The ``pelab`` command (pyproject's script): ``main``, then the process ends without Python's teardown
+    (``pelab.exit``: 0.6 s after torch was imported, paid by every CLI call a test or the pipeline makes)."""
+    from pelab.exit import run_and_exit
+
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    entry()
