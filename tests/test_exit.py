@@ -70,3 +70,12 @@ def test_every_stage_script_and_the_cli_leave_through_it():
         if script.name != "_common.py":
             assert script.read_text().rstrip().endswith('if __name__ == "__main__":\n    run_and_exit(main)'), script
     assert 'pelab = "pelab.cli:entry"' in (root / "pyproject.toml").read_text()
+
+
+def test_under_a_profiler_the_process_exits_as_usual_so_the_profile_is_written(tmp_path):
+    script, out, profile = tmp_path / "stage.py", tmp_path / "out.txt", tmp_path / "stage.prof"
+    script.write_text(SCRIPT)
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(script), "status", str(out)],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC), "PATH": ""})
+    # (cProfile's own main swallows the script's SystemExit: its status is cProfile's)
+    assert out.read_text() == "finished" and profile.stat().st_size > 0, proc.stderr

@@ -6,7 +6,8 @@ study starts some hundred such processes (benchmarks/results/suite_time.md, 2026
 CLI has written and closed every file it makes by the time its command returns (pelab writes through ``with``
 blocks and ``pelab.io``'s atomic renames; the report's figure processes are joined), so its process may end at once:
 ``run_and_exit`` flushes the standard streams and calls ``os._exit`` with the command's status. An exception that is
-not an exit (a bug) propagates as usual, with its traceback and the ordinary teardown.
+not an exit (a bug) propagates as usual, with its traceback and the ordinary teardown; so does every exit under a
+profiler or tracer (``python -m cProfile``, coverage), which writes its data in that teardown.
 """
 
 from __future__ import annotations
@@ -39,4 +40,6 @@ def run_and_exit(command: Callable[[], object]) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more to say on it
             pass
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(status)  # the profiler's or tracer's own exit writes its data
     os._exit(status)
