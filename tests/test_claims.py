@@ -39,6 +39,8 @@ def test_every_claim_names_a_registered_scheme_task_and_headline_split():
         assert claim.metric in task.headline.get(claim.split, []) or claim.task == "translation", claim.id
         assert "http" in claim.source or "references/" in claim.source, claim.id  # where it comes from
         assert not claim.floor or task.section == "length", claim.id  # floors are the length problems'
+        # the other side's own range (recall's at_N: the test split at n = N, pelab.tasks.length.evaluate)
+        assert claim.against_split in ("", *task.headline, *(["at_N"] if task.section == "length" else [])), claim.id
 
 
 def test_a_bad_claim_is_one_line_naming_it(tmp_path):

@@ -208,6 +208,12 @@ def test_recall_runs_are_scored_on_both_axes_and_the_spread_one_beyond_n_only(tm
     assert effective["effective_spread"] == effective_length({**within, **spread}, cfg.eval.effective_threshold)
     assert {r["metric"]: r["value"] for r in rows if r["split"] == "task"}["chance"] == pytest.approx(
         1 / max(cfg.data.n_symbols, n_max))
+    # the masked-distractor axis: the spread rows, their filler hidden from attention; and the plain score at N
+    masked = {r["length"]: r["value"] for r in rows if r["split"] == "test_masked" and r["metric"] == "token_accuracy"}
+    assert sorted(masked) == sorted(spread) and "effective_masked" in effective
+    assert [r["value"] for r in rows if r["split"] == "beyond_masked" and r["metric"] == "token_accuracy"] == [
+        pytest.approx(sum(masked.values()) / len(masked))]
+    assert [r["value"] for r in rows if r["split"] == "at_N" and r["metric"] == "token_accuracy"] == [plain[train_max]]
 
 def test_the_seeds_share_one_length_schedule_and_draw_their_own_sequences(tmp_path):
     """Every seed's batch at a step has the same length (so the seeds stack), drawn uniformly over 1..N; the
@@ -987,7 +993,8 @@ def test_permutation_answers_what_a_hand_built_s3_automaton_reads():
     swapped, cycled = ELEMENTS.index((1, 0, 2)), ELEMENTS.index((1, 2, 0))
     ab, ba = problem.question_answer(torch.tensor([[swapped, cycled], [cycled, swapped]]), 6)[1][:, 0].tolist()
     assert ab != ba  # the order matters
-    assert problem.capacity(cfg, 2) == 36 and len(set(map(tuple, problem.draw(cfg, 2, 36, torch.Generator()).tolist()))) == 36
+    every = problem.draw(cfg, 2, 36, torch.Generator())
+    assert problem.capacity(cfg, 2) == 36 and len(set(map(tuple, every.tolist()))) == 36
 
 
 def test_permutation_s_floor_holds_against_order_free_predictors_fitted_out_of_sample():
@@ -1039,3 +1046,80 @@ def test_permutation_s_floor_holds_against_order_free_predictors_fitted_out_of_s
         assert max(richer, canonical, smooth) <= floor + 0.03, (n, floor, richer, canonical, smooth)
     assert problem.in_context_floor(None, 1) == 1.0
     assert 0.3 < problem.in_context_floor(None, 80) < 0.37 < 0.5 < problem.in_context_floor(None, 3)
+
+
+def _spread_rows(causal: bool, pairs: int = 3, n: int = 7, count: int = 6):
+    """Recall's spread rows (``pairs`` pairs over the context of n) as the model reads them, K = 8 keys."""
+    recall, cfg = PROBLEMS["recall"], LengthDataConfig(n_symbols=8, train_max=pairs, test_max=8)
+    symbols = recall.symbols(cfg)
+    sources = recall.draw_spread(cfg, pairs, n, count, torch.Generator().manual_seed(4))
+    question, answer = recall.question_answer(sources, symbols)
+    tokens, targets = recall.rows(question, answer, symbols, causal)
+    return recall, symbols, tokens, targets
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_recall_hides_exactly_the_filler_slots_and_nothing_of_a_plain_row(causal):
+    recall, symbols, tokens, _ = _spread_rows(causal)
+    hidden = recall.hidden(tokens, symbols)
+    k, sep = symbols // 2, int((tokens[0] == symbols).nonzero()[0])  # SEP is the first special token
+    for row, mask in zip(tokens.tolist(), hidden.tolist()):
+        slots = [(row[i], mask[i], mask[i + 1]) for i in range(0, sep, 2)]
+        assert sum(m for _, m, _ in slots) == 7 - 3  # n − N slots of filler
+        assert all(m == m2 == (first >= k) for first, m, m2 in slots) and not any(mask[sep:])
+    plain = recall.draw(LengthDataConfig(n_symbols=8, train_max=3, test_max=8), 5, 4, torch.Generator())
+    q, a = recall.question_answer(plain, symbols)
+    assert not recall.hidden(recall.rows(q, a, symbols, causal)[0], symbols).any()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scheme", sorted(scheme_names()))
+def test_a_hidden_token_changes_nothing_the_other_tokens_compute_in_any_scheme(scheme, causal):
+    """Recall's masked-distractor axis: the filler hidden from attention in every layer, every token at its own
+    position. Whatever tokens the filler holds, the logits at every other token are the same (to float32 rounding), in
+    every scheme whose positions do not read the tokens; without the mask they differ. CoPE's gates and FoX's forget
+    gates read the filler itself (hiding it would change their positions), so evaluation scores no masked axis for
+    them (``reads_content``): those two, and only those."""
+    from pelab.positional import scheme_options
+    from pelab.tasks.length.evaluate import reads_content
+
+    if scheme == "xpos" and not causal:
+        pytest.skip("xpos needs causal attention")
+    recall, symbols, tokens, _ = _spread_rows(causal)
+    cfg = LengthModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+    model = build_length_model(scheme, symbols + 3, cfg, scheme_options(scheme), seed=3, causal=causal).eval()
+    assert reads_content(model) == (scheme in ("cope", "fox"))
+    if reads_content(model):
+        return
+    hidden = recall.hidden(tokens, symbols)
+    other = tokens.clone()
+    other[hidden] = (other[hidden] - symbols // 2 + 1) % (symbols // 2) + symbols // 2  # other value tokens
+    positions = torch.arange(tokens.shape[1])
+    with torch.no_grad():
+        first = model(tokens, positions=positions, hidden=hidden)[0][~hidden]
+        second = model(other, positions=positions, hidden=hidden)[0][~hidden]
+        unmasked = model(other, positions=positions)[0][~hidden]
+    torch.testing.assert_close(first, second, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(first, unmasked, atol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_without_positions_a_masked_row_reads_as_its_compact_row_and_with_nothing_hidden_as_the_plain_one(causal):
+    """NoPE has no distance to change: a spread row with its filler hidden gives, at every other token, the logits of
+    the same row with the filler removed (the N pairs side by side, a row at N). And a mask that hides nothing is the
+    plain pass (the masked axis equals plain recall when nothing is masked)."""
+    from pelab.positional import scheme_options
+
+    recall, symbols, tokens, _ = _spread_rows(causal)
+    hidden = recall.hidden(tokens, symbols)
+    cfg = LengthModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+    model = build_length_model("none", symbols + 3, cfg, scheme_options("none"), seed=3, causal=causal).eval()
+    compact = torch.stack([row[~mask] for row, mask in zip(tokens, hidden)])
+    with torch.no_grad():
+        masked = model(tokens, hidden=hidden)[0][~hidden].view(len(tokens), -1, symbols + 3)
+        torch.testing.assert_close(masked, model(compact)[0], atol=1e-5, rtol=1e-5)
+        for scheme in ("rope", "alibi"):
+            other = build_length_model(scheme, symbols + 3, cfg, scheme_options(scheme), seed=3, causal=causal).eval()
+            nothing = torch.zeros_like(hidden)
+            assert torch.equal(other(tokens, hidden=nothing)[0].argmax(-1), other(tokens)[0].argmax(-1))
+            torch.testing.assert_close(other(tokens, hidden=nothing)[0], other(tokens)[0], atol=1e-6, rtol=1e-6)

@@ -13,7 +13,8 @@ order and initial weights), its verdict is
   than two paired seeds;
 * **not run at this profile**: the task or either scheme has no runs.
 
-A claim with a ``margin`` says "no worse" (a non-inferiority claim: Gemma 3's local layers cost no perplexity): it
+A claim with an ``against_split`` reads the other side there (a scheme's masked recall beyond N against its own
+recall at N: the same seeds, another range). A claim with a ``margin`` says "no worse" (a non-inferiority claim: Gemma 3's local layers cost no perplexity): it
 holds where the 95% t-interval of the paired difference stays within ``margin`` × |the other side's mean| of zero
 on the claimed side, whatever the seeds' signs. A claim with a ``measure`` is a property of the scheme itself, not a
 contrast between runs (RoPE's scores depend on n − m only): one of ``MEASURES``, computed in float64 at a fixed
@@ -52,6 +53,11 @@ class Claim:
     margin: float | None = None  # "no worse than": the share of |against's mean| the interval may reach
     measure: str = ""  # a property of the scheme (MEASURES) in place of a contrast
     tolerance: float = 0.0  # a measure's largest value that holds
+    against_split: str = ""  # where the other side is read, where not at ``split`` (its own runs at another range)
+
+    @property
+    def their_split(self) -> str:
+        return self.against_split or self.split
 
 
 def _rope_relative() -> float:
@@ -158,7 +164,7 @@ def judge(records: pd.DataFrame, claim: Claim) -> Verdict:
     if claim.measure:
         return judge_property(claim)
     mine = seed_map(records, claim.task, *rows_of(claim.scheme, claim.split), claim.metric)
-    theirs = seed_map(records, claim.task, *rows_of(claim.against, claim.split), claim.metric)
+    theirs = seed_map(records, claim.task, *rows_of(claim.against, claim.their_split), claim.metric)
     if not mine or not theirs:
         missing = [s for s, found in ((claim.scheme, mine), (claim.against, theirs)) if not found]
         return Verdict(NOT_RUN, f"no runs of {' and '.join(f'`{s}`' for s in missing)} on `{claim.task}`")

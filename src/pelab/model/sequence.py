@@ -41,12 +41,16 @@ class SequenceTransformer(nn.Module):
         return torch.arange(length, device=device)
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None,
-                need_weights: bool = False) -> tuple[torch.Tensor, list[dict[str, torch.Tensor | None]]]:
-        """tokens: (B, T); positions: (T,), default ``self.positions(T)``. Returns logits (B, T, V) and, per
-        layer, {"self": attention weights (B, H, T, T)} (None unless ``need_weights``)."""
+                need_weights: bool = False,
+                hidden: torch.Tensor | None = None) -> tuple[torch.Tensor, list[dict[str, torch.Tensor | None]]]:
+        """tokens: (B, T); positions: (T,), default ``self.positions(T)``; hidden: (B, T) bool or None, True where
+        a token is hidden from attention (no query reads its key or value, in any layer; every token keeps its
+        position: recall's masked-distractor axis). Returns logits (B, T, V) and, per layer, {"self": attention
+        weights (B, H, T, T)} (None unless ``need_weights``)."""
         if positions is None:
             positions = self.positions(tokens.shape[1], tokens.device)
-        hidden, attentions = self.encoder(self.embedding(tokens), positions, need_weights=need_weights)
+        hidden, attentions = self.encoder(self.embedding(tokens), positions, key_padding_mask=hidden,
+                                          need_weights=need_weights)
         return self.head(hidden), attentions
 
     def last_logits(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -36,7 +36,8 @@ def claims_table(records: pd.DataFrame, claims: list[Claim] | None = None,
             said = (f"{claim.better} is the claim" if claim.margin is None
                     else f"no worse: {claim.better} is better, margin {claim.margin:.0%}")
             contrast = f"`{claim.scheme}` − `{claim.against}`"
-            where = f"`{claim.task}` {claim.split} {claim.metric} ({said})"
+            split = claim.split if claim.their_split == claim.split else f"{claim.split} against {claim.their_split}"
+            where = f"`{claim.task}` {split} {claim.metric} ({said})"
             measured = _contrast(verdict)
         rows.append([f"**{claim.id}**: {claim.says} ({claim.source})", contrast, where, measured,
                      claim.reported or "–", f"**{verdict.status}**: {verdict.why}"])

@@ -66,7 +66,7 @@ def palette_with_variants(names: list[str]) -> dict[str, tuple[float, float, flo
 
 
 VARIANT_LINES = {"PI": "--", "NTK": ":", "dynamic": "-.", "yarn": (0, (6, 2)), "llama3": (0, (3, 1, 1, 1, 1, 1)),
-                 "spread": (0, (1, 2)), "logn": (0, (5, 1, 1, 1)), "crop": (0, (1, 1))}
+                 "spread": (0, (1, 2)), "masked": (0, (8, 2, 1, 2)), "logn": (0, (5, 1, 1, 1)), "crop": (0, (1, 1))}
 
 
 def line_style(name: str) -> str | tuple:

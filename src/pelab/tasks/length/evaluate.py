@@ -5,7 +5,9 @@ one token at a time after the separator (recall: one value after each query), ea
 previous outputs (no teacher forcing), so an early mistake counts as it would in use.
 Rows: split ``test`` per length; ``in`` (lengths 1..N) and ``beyond`` (N+1..M) as means over their lengths, each
 length weighted equally (recall, whose length is its number of key-value pairs, also ``test_spread`` and
-``beyond_spread``: N pairs spread over the context of n pairs, n = N+1..M); ``effective``: the effective length
+``beyond_spread``: N pairs spread over the context of n pairs, n = N+1..M, and ``test_masked``, ``beyond_masked``:
+the same rows with the filler hidden from attention, so that only the distance to the pairs grows; ``at_N``: the
+test split at n = N, the rows a masked one would be without its filler); ``effective``: the effective length
 (RULER's convention, ``effective_length``): the longest n up to which token accuracy stays at or above
 ``eval.effective_threshold``.
 
@@ -58,10 +60,12 @@ def row_positions(model: LengthTransformer, length: int, draw: int, device) -> t
 
 
 @torch.no_grad()
-def predict_encoder(model: LengthTransformer, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
-    """(B, T) rows with blank answer slots, positions (T,) or None -> (B, T) argmax predictions."""
+def predict_encoder(model: LengthTransformer, tokens: torch.Tensor, positions: torch.Tensor | None,
+                    hidden: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, T) rows with blank answer slots, positions (T,) or None, hidden (B, T) or None (the tokens hidden from
+    attention) -> (B, T) argmax predictions."""
     with autocast(tokens.device):
-        return model(tokens, positions=positions)[0].argmax(-1)
+        return model(tokens, positions=positions, hidden=hidden)[0].argmax(-1)
 
 
 @torch.no_grad()
@@ -85,18 +89,20 @@ def generate(model: LengthTransformer, prompt: torch.Tensor, n_answer: int,
 
 @torch.no_grad()
 def answer_queries(model: LengthTransformer, question: torch.Tensor, answer: torch.Tensor, symbols: int,
-                   rows: Callable, positions: torch.Tensor | None = None) -> torch.Tensor:
+                   rows: Callable, positions: torch.Tensor | None = None, hide: Callable | None = None) -> torch.Tensor:
     """Recall's decoder layout (``problems.Recall.rows``: ``context SEP q1 a1 … qm``) -> the values the model
     writes (B, m), each after its own earlier answers, as greedy decoding would write them. A value depends on the
     earlier ones only through the context, so instead of 2m cached steps: read every query in one pass over the
     row holding the current answers (first the true ones), put the predictions in, and repeat until they no longer
     change. A fixed point is the greedy output (value j is then predicted from the model's own values 1..j-1), and
-    the loop reaches it within m + 1 passes (each pass fixes at least one more value); two or three in practice."""
+    the loop reaches it within m + 1 passes (each pass fixes at least one more value); two or three in practice.
+    ``hide``: tokens -> the tokens hidden from attention (``Problem.hidden``), or None."""
     written = answer
     for _ in range(answer.shape[1] + 1):
         tokens, targets = rows(question, written, symbols, causal=True)
+        hidden = None if hide is None else hide(tokens)
         with autocast(tokens.device):
-            again = model(tokens, positions=positions)[0].argmax(-1)[targets != IGNORE].view_as(answer)
+            again = model(tokens, positions=positions, hidden=hidden)[0].argmax(-1)[targets != IGNORE].view_as(answer)
         if torch.equal(again, written):
             break
         written = again
@@ -106,11 +112,14 @@ def answer_queries(model: LengthTransformer, question: torch.Tensor, answer: tor
 @torch.no_grad()
 def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Tensor, causal: bool,
                   device: torch.device, batch_size: int,
-                  draws: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+                  draws: int = 1, masked: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Per example: exact match (whole answer right) and token accuracy (share of answer tokens right). The
-    examples are split into ``draws`` groups, group d placed at position draw d (``row_positions``)."""
+    examples are split into ``draws`` groups, group d placed at position draw d (``row_positions``). ``masked``:
+    the problem's filler hidden from attention (``Problem.hidden``; recall's spread rows), every token at its
+    position."""
     exact, accuracy = [], []
     problem, symbols = data.problem, data.symbols
+    hide = (lambda tokens: problem.hidden(tokens, symbols)) if masked else None
     for draw, group in enumerate(torch.tensor_split(sources, min(draws, len(sources)))):
         for start in range(0, len(group), batch_size):
             question, answer = problem.question_answer(group[start:start + batch_size], symbols)
@@ -118,7 +127,7 @@ def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Ten
                 positions = row_positions(model, problem.rows(question, answer, symbols, True)[0].shape[1], draw,
                                           device)
                 predicted = answer_queries(model, question.to(device), answer.to(device), symbols, problem.rows,
-                                           positions).cpu()
+                                           positions, hide).cpu()
             elif causal:
                 tokens, _ = encoder_rows(question, answer[:, :0], symbols)  # question SEP
                 positions = row_positions(model, tokens.shape[1] + answer.shape[1] - 1, draw, device)
@@ -126,7 +135,8 @@ def answer_scores(model: LengthTransformer, data: LengthData, sources: torch.Ten
             else:
                 tokens, targets = problem.rows(question, answer, symbols, causal=False)
                 positions = row_positions(model, tokens.shape[1], draw, device)
-                predicted = predict_encoder(model, tokens.to(device), positions).cpu()
+                hidden = None if hide is None else hide(tokens).to(device)
+                predicted = predict_encoder(model, tokens.to(device), positions, hidden).cpu()
                 predicted = predicted[targets != IGNORE].view_as(answer)  # the answer slots, in order
             correct = predicted == answer  # (B, a)
             exact.append(correct.all(dim=1).float())
@@ -142,12 +152,15 @@ class Scores:
         self.rows: list[dict[str, Any]] = []
         self.by_range: dict[str, dict[str, list[float]]] = {}
 
-    def record(self, split: str, where: str, n: int, exact: torch.Tensor, accuracy: torch.Tensor) -> None:
-        """Length n's scores under ``split``, counted in range ``where`` (``in``, ``beyond`` + a suffix)."""
+    def record(self, split: str, where: str, n: int, exact: torch.Tensor, accuracy: torch.Tensor,
+               *also: str) -> None:
+        """Length n's scores under ``split``, counted in range ``where`` (``in``, ``beyond`` + a suffix) and in each
+        range of ``also`` (``at_N``)."""
         for metric, values in (("exact_match", exact), ("token_accuracy", accuracy)):
             value = float(values.mean())
             self.rows.append({"split": split, "length": n, "metric": metric, "value": value})
-            self.by_range.setdefault(where, {}).setdefault(metric, []).append(value)
+            for range_ in (where, *also):
+                self.by_range.setdefault(range_, {}).setdefault(metric, []).append(value)
 
     def with_ranges(self) -> list[dict[str, Any]]:
         return self.rows + [{"split": where, "length": "all", "metric": metric, "value": sum(values) / len(values)}
@@ -164,10 +177,12 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             TEMPERATURE)  # the scheme's own (RoPE's HF extensions; the remappings are the LM's); the temperature
     # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
+    masks = "spread" in data.splits and not reads_content(model)  # recall's masked-distractor axis
     for n, sources in sorted(data.splits["test"].items()):
         where = "in" if n <= data.config.train_max else "beyond"
+        at_n = ("at_N",) if n == data.config.train_max and masks else ()  # what a masked row is without its filler
         scores.record("test", where, n, *answer_scores(model, data, sources, causal, device, cfg.eval.batch_size,
-                                                       draws=draws))
+                                                       draws=draws), *at_n)
         for variant in menu:
             if where == "beyond" or not variant.identity_within:
                 pe = variant.module(model.pe, row_length(n), trained, longest).to(device)
@@ -176,8 +191,11 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
     for n, sources in sorted(data.splits.get("spread", {}).items()):  # recall: N pairs spread over length n
         scores.record(f"test{SPREAD}", f"beyond{SPREAD}", n, *answer_scores(model, data, sources, causal, device,
                                                                              cfg.eval.batch_size, draws=draws))
+        if masks:  # the same rows, their filler hidden from attention: only the distance to the pairs grows
+            scores.record(f"test{MASKED}", f"beyond{MASKED}", n, *answer_scores(
+                model, data, sources, causal, device, cfg.eval.batch_size, draws=draws, masked=True))
     rows = scores.with_ranges()
-    axes = [*menu, SpreadAxis()] if "spread" in data.splits else menu
+    axes = [*menu, *([SpreadAxis()] if "spread" in data.splits else []), *([MaskedAxis()] if masks else [])]
     return rows + effective_lengths(rows, axes, data.config.train_max, cfg.eval.effective_threshold) + facts(
         data, causal, row_length)
 
@@ -202,6 +220,10 @@ def evaluate_recalibrated(cfg: TaskConfig, model: LengthTransformer, data: Lengt
 
 
 SPREAD = "_spread"  # the split suffix of recall's second axis: N pairs spread over length n's context
+# recall's third: the spread rows with their filler hidden from attention (Du et al. 2025,
+# https://arxiv.org/abs/2510.05381, mask the distractors out of attention so that only the distance to the evidence
+# grows)
+MASKED = "_masked"
 
 
 class SpreadAxis:
@@ -209,6 +231,23 @@ class SpreadAxis:
     rows are the main axis's)."""
 
     suffix, identity_within = SPREAD, True
+
+
+class MaskedAxis:
+    """Recall's masked-distractor axis in ``effective_lengths``: within N its rows are the main axis's (no filler)."""
+
+    suffix, identity_within = MASKED, True
+
+
+def reads_content(model: LengthTransformer) -> bool:
+    """Whether a layer's positions read the tokens (CoPE's gates, FoX's forget gates: ``content_bias``). Hiding a
+    token from attention then changes the positions themselves (the count of gates, the decay), so the
+    masked-distractor axis, where only distance may change, is not defined for them and is not scored."""
+    from pelab.positional.base import PositionalEncoding
+
+    pe = model.encoder.pe
+    return any(type(pe.layer(i)).content_bias is not PositionalEncoding.content_bias
+               for i in range(len(model.encoder.layers)))
 
 
 def effective_lengths(rows: list[dict[str, Any]], menu, train_max: int, threshold: float) -> list[dict[str, Any]]:

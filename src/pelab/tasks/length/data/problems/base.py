@@ -73,6 +73,11 @@ class Problem:
         """(tokens, targets) of the task's layout (``layout.py``): the answer after the question."""
         return (decoder_rows if causal else encoder_rows)(question, answer, symbols)
 
+    def hidden(self, tokens: torch.Tensor, symbols: int) -> torch.Tensor | None:
+        """tokens (B, T) of ``rows`` -> (B, T) bool, True at the filler a masked-distractor reading hides from
+        attention (recall's spread rows: the slots that hold no pair); None: the problem has no filler."""
+        return None
+
     def source_length(self, n: int) -> int:
         """Symbols drawn for one example of length n."""
         return n

@@ -119,6 +119,17 @@ class Recall(Problem):
         match = context[:, 0::2].unsqueeze(1) == queries.unsqueeze(2)  # (B, m, c): each query's key slot
         return sources, context[:, 1::2].gather(1, match.int().argmax(-1))
 
+    def hidden(self, tokens: torch.Tensor, symbols: int) -> torch.Tensor:
+        """tokens (B, T) of ``rows`` -> (B, T) bool: True at both tokens of each context slot whose first token is a
+        value, not a key (a spread row's filler, ``draw_spread``); the pairs, the separator and the queries are
+        False, and a plain row (every slot a pair) hides nothing. Keys are 0..K − 1 (K = symbols // 2)."""
+        sep = special_tokens(symbols)["sep"]
+        width = int((tokens[0] == sep).nonzero()[0])  # the context's 2c tokens come before the first SEP
+        filler = tokens[:, 0:width:2] >= symbols // 2  # (B, c): a slot opened by a value
+        out = torch.zeros_like(tokens, dtype=torch.bool)
+        out[:, :width] = filler.repeat_interleave(2, dim=1)
+        return out
+
     def rows(self, question: torch.Tensor, answer: torch.Tensor, symbols: int,
              causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """question (B, 2c + m), answer (B, m) -> (tokens, targets):
