@@ -465,10 +465,12 @@ def test_variants_are_grouped_by_family_each_against_its_base_schemes() -> None:
     own, every variant beside the scheme whose runs it reads."""
     from pelab.analysis.variants import families, family_rows
 
-    names = ["rope+PI", "rope+yarn", "rope+logn", "alibi+logn", "rope+crop", "recall_x+spread"]
+    names = ["rope+PI", "rope+yarn", "rope+logn", "alibi+logn", "rope+crop", "rope+spread", "rope+masked"]
     groups = families(names)
     assert list(groups) == ["RoPE's context extensions (HF names)", "the log-length temperature", "crop to L",
-                            "recall's spread axis"]
+                            "recall's spread axis, plain and with its filler masked"]
+    assert family_rows(groups["recall's spread axis, plain and with its filler masked"]) == [
+        "rope", "rope+spread", "rope+masked"]
     assert family_rows(groups["RoPE's context extensions (HF names)"]) == ["rope", "rope+PI", "rope+yarn"]
     assert family_rows(groups["the log-length temperature"]) == ["rope", "rope+logn", "alibi", "alibi+logn"]
     assert families([]) == {}

@@ -44,7 +44,8 @@ FAMILIES = {"RoPE's context extensions (HF names)": tuple(EXTENSIONS.values()),
             "training-free remappings of RoPE's distances": tuple(REMAPS.values()),
             "each extension fixed at s = M, on the run as trained (untuned) and fine-tuned at M·L with it (tuned)":
                 tuple(TUNED.values()),
-            "the log-length temperature": (TEMPERATURE.label,), "crop to L": ("crop",), "recall's spread axis": ("spread",)}
+            "the log-length temperature": (TEMPERATURE.label,), "crop to L": ("crop",),
+            "recall's spread axis, plain and with its filler masked": ("spread", "masked")}
 
 
 def families(names: list[str]) -> dict[str, list[tuple[str, str]]]:
