@@ -14,9 +14,9 @@ order and initial weights), its verdict is
 * **not run at this profile**: the task or either scheme has no runs.
 
 A claim with an ``against_split`` reads the other side there (a scheme's masked recall beyond N against its own
-recall at N: the same seeds, another range). A claim with a ``margin`` says "no worse" (a non-inferiority claim: Gemma 3's local layers cost no perplexity): it
-holds where the 95% t-interval of the paired difference stays within ``margin`` × |the other side's mean| of zero
-on the claimed side, whatever the seeds' signs. A claim with a ``measure`` is a property of the scheme itself, not a
+recall at N: the same seeds, another range). A claim with a ``margin`` says "no worse" (a non-inferiority claim:
+Gemma 3's local layers cost no perplexity): it holds where the 95% t-interval of the paired difference stays
+within ``margin`` × |the other side's mean| of zero on the claimed side, whatever the seeds' signs. A claim with a ``measure`` is a property of the scheme itself, not a
 contrast between runs (RoPE's scores depend on n − m only): one of ``MEASURES``, computed in float64 at a fixed
 setting, held where it is at most ``tolerance``.
 """

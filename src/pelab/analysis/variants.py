@@ -22,8 +22,8 @@ TUNED = {**{m.suffix: m.label for m in RECALIBRATIONS}, **{m.untuned_suffix: m.u
 # and, for every scheme: the log-length attention temperature (``positional.temperature``), the LM's crop-to-L
 # baseline (``tasks.lm.evaluate.crop``), recall's spread axis and its masked-distractor axis
 # (``tasks.length.evaluate.MASKED``)
-VARIANTS = {**EXTENSIONS, **REMAPS, **TUNED, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop", "_spread": "spread",
-            "_masked": "masked"}
+VARIANTS = {**EXTENSIONS, **REMAPS, **TUNED, TEMPERATURE.suffix: TEMPERATURE.label, "_crop": "crop",
+            "_spread": "spread", "_masked": "masked"}
 
 
 def with_variants(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
