@@ -49,9 +49,9 @@ class SequenceTransformer(nn.Module):
         weights (B, H, T, T)} (None unless ``need_weights``)."""
         if positions is None:
             positions = self.positions(tokens.shape[1], tokens.device)
-        hidden, attentions = self.encoder(self.embedding(tokens), positions, key_padding_mask=hidden,
+        states, attentions = self.encoder(self.embedding(tokens), positions, key_padding_mask=hidden,
                                           need_weights=need_weights)
-        return self.head(hidden), attentions
+        return self.head(states), attentions
 
     def last_logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens (B, T) -> the last position's logits (B, V), ``forward(tokens)[0][:, -1]`` with the head applied to
