@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from pelab.device import autocast
+from pelab.positional.base import PositionalEncoding
 from pelab.positional.randomized import RandomizedPositions
 from pelab.positional.recalibration import in_place, methods_for
 from pelab.positional.temperature import TEMPERATURE
@@ -195,7 +196,7 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
             scores.record(f"test{MASKED}", f"beyond{MASKED}", n, *answer_scores(
                 model, data, sources, causal, device, cfg.eval.batch_size, draws=draws, masked=True))
     rows = scores.with_ranges()
-    axes = [*menu, *([SpreadAxis()] if "spread" in data.splits else []), *([MaskedAxis()] if masks else [])]
+    axes = [*menu, *([RecallAxis(SPREAD)] if "spread" in data.splits else []), *([RecallAxis(MASKED)] if masks else [])]
     return rows + effective_lengths(rows, axes, data.config.train_max, cfg.eval.effective_threshold) + facts(
         data, causal, row_length)
 
@@ -226,25 +227,19 @@ SPREAD = "_spread"  # the split suffix of recall's second axis: N pairs spread o
 MASKED = "_masked"
 
 
-class SpreadAxis:
-    """Recall's spread axis in ``effective_lengths``, like an extension that equals the model within N (where its
-    rows are the main axis's)."""
+@dataclasses.dataclass(frozen=True)
+class RecallAxis:
+    """One of recall's other axes (``SPREAD``, ``MASKED``) in ``effective_lengths``, like an extension that equals
+    the model within N (where its rows are the main axis's: no filler)."""
 
-    suffix, identity_within = SPREAD, True
-
-
-class MaskedAxis:
-    """Recall's masked-distractor axis in ``effective_lengths``: within N its rows are the main axis's (no filler)."""
-
-    suffix, identity_within = MASKED, True
+    suffix: str
+    identity_within: bool = True
 
 
 def reads_content(model: LengthTransformer) -> bool:
     """Whether a layer's positions read the tokens (CoPE's gates, FoX's forget gates: ``content_bias``). Hiding a
     token from attention then changes the positions themselves (the count of gates, the decay), so the
     masked-distractor axis, where only distance may change, is not defined for them and is not scored."""
-    from pelab.positional.base import PositionalEncoding
-
     pe = model.encoder.pe
     return any(type(pe.layer(i)).content_bias is not PositionalEncoding.content_bias
                for i in range(len(model.encoder.layers)))
