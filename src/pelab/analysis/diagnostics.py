@@ -70,14 +70,16 @@ def changes(rows: pd.DataFrame, records: pd.DataFrame, task: str, metrics: list[
     # (pe, seed) -> mean per diagnostic, at the training length and at the longest row
     at = {m: [frame[frame["metric"] == m].groupby(["pe", "seed"])["value"].mean() for frame in (at_train, longest)]
           for m in metrics}
+    # each scheme's scores in one pass over the records (a mask of every record per scheme was most of the table)
+    scores = {} if score is None else records[
+        (records["task"] == task) & (records["split"] == score.split) & (records["metric"] == score.metric)
+        & (records["length"] == "all")].groupby("pe", sort=False)["value"].agg(list).to_dict()
     out = {}
     for scheme in dict.fromkeys(sel["pe"]):
-        values = [] if score is None else records[
-            (records["task"] == task) & (records["pe"] == scheme) & (records["split"] == score.split)
-            & (records["metric"] == score.metric) & (records["length"] == "all")]["value"].tolist()
-        out[scheme] = Change(values, {m: tuple(summarize(means[scheme].tolist()) if scheme in means else MISSING
-                                               for means in at[m])  # missing: a bin the row does not have
-                                      for m in metrics})
+        out[scheme] = Change(scores.get(scheme, []),
+                             {m: tuple(summarize(means[scheme].tolist()) if scheme in means else MISSING
+                                    for means in at[m])  # missing: a bin the row does not have
+                              for m in metrics})
     return out, low, high
 
 

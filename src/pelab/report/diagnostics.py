@@ -10,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.collections import PolyCollection
 
 from pelab.analysis.diagnostics import (BINS, COMPARED, RISE_MARGIN, beyond_score, changes, reading, relative_lengths,
                                        slow_pairs, window_null)
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import band, legend_above, save, scheme_palette
+from pelab.report.style import band, save, scheme_palette
 from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
 
@@ -26,34 +28,61 @@ PANELS = dict(zip(COMPARED, ("entropy (nats)", "first-token share", "attended di
 
 def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
     """Per task and diagnostic: each scheme's queries before the training length (solid) and from it on (dashed),
-    by row length."""
+    by row length; the seeds' min–max as bands.
+
+    Drawn for its size: at the full profile's 18 tasks × 27 schemes it holds 54 panels and about 2,900 bands. Every
+    panel's bands are one PolyCollection (a ``fill_between`` per band was half the figure's time) and the panels are
+    laid out by hand in inches (``tight_layout`` measured every tick label of every panel: most of the rest;
+    benchmarks/results/suite_time.md, 2026-12-03 (25))."""
     palette = scheme_palette()
     # every band's mean, min and max over seeds in one pass: a mask and a group-by per band took most of the figure's
     # time at the default study's 17 tasks × 27 schemes (benchmarks/results/suite_time.md, 2026-11-28 (5))
     stats = {key: group.droplevel(["task", "pe", "metric"])
              for key, group in rows.groupby(["task", "pe", "metric", "ratio"], sort=True)["value"]
              .agg(["mean", "min", "max"]).groupby(level=["task", "pe", "metric"], sort=False)}
-    fig, axes = plt.subplots(len(tasks), len(PANELS), figsize=(12, 2.6 * len(tasks)), squeeze=False)
+    named = list(dict.fromkeys(rows["pe"]))
+    ncol = min(len(named), 7)
+    # inches: the legend's rows above; each panel's title above it, its tick labels (and the last row's axis label)
+    # below it, its y tick labels left of it
+    top, panel_w, panel_h, gap_y, left, right, bottom = 0.25 * -(-len(named) // ncol) + 0.2, 3.3, 1.9, 0.7, 0.6, \
+        0.15, 0.75
+    width = len(PANELS) * panel_w + (len(PANELS) - 1) * left + left + right
+    height = len(tasks) * panel_h + (len(tasks) - 1) * gap_y + top + 0.3 + bottom
+    fig, axes = plt.subplots(len(tasks), len(PANELS), figsize=(width, height), squeeze=False,
+                             gridspec_kw={"left": left / width, "right": 1 - right / width, "bottom": bottom / height,
+                                          "top": 1 - (top + 0.3) / height, "wspace": left / panel_w,
+                                          "hspace": gap_y / panel_h})
     for r, task in enumerate(tasks):
         mine = rows[rows["task"] == task]
         for c, (metric, title) in enumerate(PANELS.items()):
             ax = axes[r, c]
+            polygons, colours = [], []
             for scheme in dict.fromkeys(mine["pe"]):
                 for which, style in zip(BINS, ("-", "--")):
                     found = stats.get((task, scheme, f"{metric}_{which}"))
-                    if found is not None:
-                        band(ax, found.index, found, palette[scheme], scheme if which == "within" else None,
-                             marker="o" if which == "within" else "x", ms=3, lw=1.4, ls=style)
+                    if found is None:
+                        continue
+                    x = found.index.to_numpy(dtype=float)
+                    ax.plot(x, found["mean"], color=palette[scheme], label=scheme if which == "within" else None,
+                            marker="o" if which == "within" else "x", ms=3, lw=1.4, ls=style)
+                    # the band: along the top edge, back along the bottom (fill_between's polygon)
+                    polygons.append(np.column_stack([np.r_[x, x[::-1]],
+                                                     np.r_[found["max"].to_numpy(), found["min"].to_numpy()[::-1]]]))
+                    colours.append(palette[scheme])
+            ax.add_collection(PolyCollection(polygons, facecolors=colours, alpha=0.15, linewidths=0))
             ax.axvline(1.0, color="0.4", ls="--", lw=1)
             ax.set_xscale("log", base=2)
             ratios = sorted(mine["ratio"].unique())
             ax.set_xticks(ratios, [f"{r:.2g}" for r in ratios], fontsize=8)
+            ax.tick_params(axis="y", labelsize=8)
             ax.minorticks_off()
             ax.set_title(f"{task}: {title}" if c == 0 else title, fontsize=9)
             if r == len(tasks) - 1:
                 ax.set_xlabel("row length / training length")
-    legend_above(fig, axes, 0.5)  # half an inch for the legend's rows
-    return save(fig, path)
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol, fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 1.0))
+    return save(fig, path, tight=False)
 
 
 def change_table(rows: pd.DataFrame, records: pd.DataFrame, task: str) -> tuple[str, str]:
@@ -98,14 +127,22 @@ def signed(value: float) -> str:
 
 def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], path: Path) -> Path:
     """A panel per task, four to a row (the full profile's 17 tasks in one row were too narrow to read), one legend
-    above: each rotary scheme's share of q·k norm by the period of the pair."""
+    above: each rotary scheme's share of q·k norm by the period of the pair. Laid out by hand in inches, as
+    ``draw_by_length`` is."""
     palette = scheme_palette()
     cols = min(4, len(tasks))
     n_rows = -(-len(tasks) // cols)
     named = list(dict.fromkeys(probe["pe"]))
     ncol = min(len(named), 2 * cols, 6)
-    top = 0.25 * -(-len(named) // ncol) + 0.15  # inches: the legend's rows
-    fig, axes = plt.subplots(n_rows, cols, figsize=(3.6 * cols + 1, 3.2 * n_rows + top), squeeze=False)
+    # inches: the legend's rows, each panel's title, the x labels below the lowest row, the y label and ticks left
+    top, panel_w, panel_h, gap_x, gap_y, left, bottom = 0.25 * -(-len(named) // ncol) + 0.15, 3.0, 2.5, 0.5, 0.75, \
+        0.85, 0.65
+    width = cols * panel_w + (cols - 1) * gap_x + left + 0.2
+    height = n_rows * panel_h + (n_rows - 1) * gap_y + top + 0.3 + bottom
+    fig, axes = plt.subplots(n_rows, cols, figsize=(width, height), squeeze=False,
+                             gridspec_kw={"left": left / width, "right": 1 - 0.2 / width, "bottom": bottom / height,
+                                          "top": 1 - (top + 0.3) / height, "wspace": gap_x / panel_w,
+                                          "hspace": gap_y / panel_h})
     for ax in axes.flat[len(tasks):]:
         ax.set_visible(False)
     for ax, task in zip(axes.flat, tasks):
@@ -118,13 +155,16 @@ def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], 
             band(ax, x, share, palette[scheme], scheme, marker="o", ms=3, lw=1.4)
         ax.axvline(trained[task], color="0.4", ls="--", lw=1)
         ax.set_xscale("log")
+        ax.tick_params(labelsize=8)
         ax.set_title(task, fontsize=9)
     for ax in axes.flat[max(0, len(tasks) - cols):len(tasks)]:  # the lowest panel of each column
         ax.set_xlabel("period of the pair (positions)")
     for ax in axes[:, 0]:
         ax.set_ylabel("share of q·k norm")
-    legend_above(fig, axes, top, ncol=ncol, fontsize=8)
-    return save(fig, path)
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 1.0))
+    return save(fig, path, tight=False)
 
 
 def rope_table(ctx: ReportContext, probe: pd.DataFrame) -> str:

@@ -235,7 +235,15 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
     present = set().union(*(rows["pe"].unique() for rows in panels.values()))
     cols, named = min(2, len(panels)), [s for s in schemes if s in present]
     n_rows, top = -(-len(panels) // cols), 0.25 * (1 + -(-len(named) // 7)) + 0.15  # inches: title and legend
-    fig, axes = plt.subplots(n_rows, cols, figsize=(6.2 * cols, 3.3 * n_rows + top), squeeze=False, sharey=True)
+    # laid out by hand, in inches (``tight_layout`` measured every tick label: most of the figure's time): each
+    # panel's title above it, its x label below it, the y label and tick labels left of the first column
+    panel_w, panel_h, left, right, gap_x, gap_y, bottom = 5.3, 2.55, 0.8, 0.15, 0.3, 0.85, 0.6
+    width, height = cols * panel_w + (cols - 1) * gap_x + left + right, \
+        n_rows * panel_h + (n_rows - 1) * gap_y + top + 0.3 + bottom
+    fig, axes = plt.subplots(n_rows, cols, figsize=(width, height), squeeze=False, sharey=True,
+                             gridspec_kw={"left": left / width, "right": 1 - right / width, "bottom": bottom / height,
+                                          "top": 1 - (top + 0.3) / height, "wspace": gap_x / panel_w,
+                                          "hspace": gap_y / panel_h})
     for ax, (name, rows) in zip(axes.flat, panels.items()):
         if log:
             ax.axvline(trained[name], color="0.4", ls="--", lw=1)
@@ -264,17 +272,19 @@ def draw_by_length(panels: dict[str, pd.DataFrame], schemes: list[str], trained:
         ax.set_ylabel(ylabel)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    legend_above(fig, axes, top, title=title)
-    return save(fig, path)
+    legend_above(fig, axes, top, title=title, layout=False)
+    return save(fig, path)  # cropped to what it draws: a legend of many variants is wider than the panels
 
 
 def legend_above(fig: plt.Figure, axes, top: float, *, ncol: int | None = None, fontsize: float = 9,
-                 title: str | None = None) -> None:
+                 title: str | None = None, layout: bool = True) -> None:
     """One legend above every panel of ``axes`` (an array of axes), each label of any panel once (a legend in each
-    panel hid its lines), ``ncol`` columns (default: up to 7) under ``title``; the panels laid out in the figure less
-    ``top`` inches at the top, which the caller sized for the legend's rows and the title."""
+    panel hid its lines), ``ncol`` columns (default: up to 7) under ``title``; with ``layout``, the panels laid out
+    in the figure less ``top`` inches at the top, which the caller sized for the legend's rows and the title
+    (without it, the caller laid them out)."""
     handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
     fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol or max(1, min(len(handles), 7)),
                fontsize=fontsize, frameon=False, bbox_to_anchor=(0.5, 1.0), title=title,
                title_fontsize=10 if title else None)
-    fig.tight_layout(rect=(0, 0, 1, 1 - top / fig.get_figheight()))
+    if layout:
+        fig.tight_layout(rect=(0, 0, 1, 1 - top / fig.get_figheight()))
