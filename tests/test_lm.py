@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,6 +17,7 @@ from pelab.positional import scheme_options
 from pelab.tasks.lm.data.corpus import SOTU_SHA256, corpus_digest, read_sotu
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, answer_slice, passkey_rows
 from pelab.tasks.lm.evaluate import passkey_accuracy, perplexity, windows
+from pelab.tasks.lm.key_tokens import KeyTokens
 from pelab.tasks.lm.model import build_lm
 
 MODEL = ModelConfig(d_model=16, n_layers=2, n_heads=2, d_ff=32)
@@ -339,15 +341,17 @@ def test_a_rope_lm_is_scored_with_every_extension_at_its_lengths(monkeypatch):
 
     calls = []
 
-    def fake_score(net, cfg, data, device, suffix, lengths, longest):
+    def fake_score(net, cfg, data, device, suffix, lengths, longest, key=None):
         calls.append((suffix, tuple(lengths), net.pe))
         return [{"split": split + suffix, "length": t, "metric": "ppl", "value": 2.0} for t in lengths
                 for split in ("window", "sliding")]
 
     monkeypatch.setattr(lm_evaluate, "score", fake_score)
-    monkeypatch.setattr(lm_evaluate, "crop", lambda net, cfg, data, device, lengths: [  # tested in test_temperature.py
+    monkeypatch.setattr(lm_evaluate, "crop", lambda net, cfg, data, device, lengths, key: [  # test_temperature.py
         {"split": protocol + "_crop", "length": t, "metric": "ppl", "value": 3.0} for t in lengths
         for protocol in ("window", "sliding")])
+    monkeypatch.setattr(lm_evaluate, "test_key_tokens", lambda cfg, data: KeyTokens([], np.zeros(1)))  # test_key_tokens.py
+    monkeypatch.setattr(lm_evaluate, "ablation", lambda net, cfg, data, device: [])
     context, net = 60, model("rope")
     cfg = SimpleNamespace(data=SimpleNamespace(context=context),
                           eval=SimpleNamespace(multiples=(1, 2, 8), effective_threshold=0.9))

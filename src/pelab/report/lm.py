@@ -24,7 +24,7 @@ from pelab.report.context import ReportContext
 from pelab.report.layouts import layout_reading
 from pelab.report.recalibration import lm_measure, recalibration_reading
 from pelab.report.render import fill, render, sentences
-from pelab.report.style import draw_by_length, line_style, palette_with_variants, save, seed_band
+from pelab.report.style import band, draw_by_length, line_style, palette_with_variants, save, seed_band
 from pelab.report.tables import comparison_table, markdown_table
 from pelab.report.switches import switch_reading
 from pelab.report.theta import lm_theta_reading
@@ -32,7 +32,8 @@ from pelab.report.theta import lm_theta_reading
 TASK = "lm"
 PPL_FIGURE, POSITION_FIGURE, PASSKEY_FIGURE = "lm_perplexity_by_length.png", "lm_nll_by_position.png", \
     "lm_passkey.png"
-VARIANTS_FIGURE = "lm_variants_by_length.png"
+VARIANTS_FIGURE, ABLATION_FIGURE = "lm_variants_by_length.png", "lm_context_ablation.png"
+ABLATION = "ablation"  # the context-ablation curve's split (tasks/lm/evaluate.py)
 # sliding-window perplexity at 4L over the one at L (every scored token sees at least half a window): "flat" at most
 # FLAT, "explodes" at least EXPLODES
 FLAT, EXPLODES = 1.10, 2.0
@@ -98,6 +99,33 @@ def draw_passkey(records: pd.DataFrame, schemes: list[str], path: Path) -> Path:
     return save(fig, path)
 
 
+def draw_ablation(records: pd.DataFrame, schemes: list[str], context: int, far: int, path: Path) -> Path:
+    """The context-ablation curve (Khandelwal et al. 2018, Figure 1 and 3): the rise in loss at T = ``far`` when the
+    context beyond d is dropped (left) or shuffled (right), by d; per scheme the mean over seeds over their min–max."""
+    palette = palette_with_variants(schemes)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.9), sharey=True)
+    for ax, (metric, title) in zip(axes, (("drop", "only the last d tokens kept"),
+                                          ("shuffle", "the tokens beyond d shuffled"))):
+        rows = by_length(records, ABLATION, metric)
+        for scheme in schemes:
+            sel = rows[rows["pe"] == scheme]
+            if not sel.empty:
+                stats = seed_band(sel, "length")
+                band(ax, stats["length"], stats, palette[scheme], scheme, marker="o", ms=3, lw=1.5,
+                     ls=line_style(scheme))
+        ax.axhline(0.0, color="0.4", lw=0.8)
+        ax.axvline(context, color="0.4", ls="--", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("distance d (tokens)")
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("rise in NLL (nats)")
+    axes[1].legend(fontsize=8, frameon=False, ncol=2)
+    fig.suptitle(f"LM: what the context beyond d is worth, read at T = {far} (dashed: L; mean over seeds, band = "
+                 "min–max)", fontsize=10)
+    fig.tight_layout()
+    return save(fig, path)
+
+
 def mean(records: pd.DataFrame, scheme: str, split: str, metric: str) -> float:
     return seed_summary(records, TASK, scheme, split, metric)["mean"]
 
@@ -146,6 +174,12 @@ def epochs_read(records: pd.DataFrame, schemes: list[str]) -> float | None:
     """How many times each run read its training text (the same for every scheme and seed), None if not recorded."""
     found = records[(records["split"] == "train") & (records["metric"] == "epochs") & records["pe"].isin(schemes)]
     return float(found["value"].mean()) if not found.empty else None
+
+
+def task_fact(records: pd.DataFrame, metric: str) -> float | None:
+    """A fact evaluation recorded once per run (split ``task``), None where none was."""
+    found = records[(records["task"] == TASK) & (records["split"] == "task") & (records["metric"] == metric)]["value"]
+    return float(found.iloc[0]) if not found.empty else None
 
 
 def documents_cut(records: pd.DataFrame) -> int:
@@ -217,6 +251,19 @@ def section(ctx: ReportContext) -> list[str]:
         digits=2, reference=reference)
     effective = [[f"`{name}`", spread_over_seeds(seed_values(records, TASK, name, "effective", "tokens"), 0)]
                  for name in readers]
+    # key tokens (LongPPL): each scheme and its crop to L, on the same tokens
+    key_count = records[(records["split"] == "task") & (records["metric"] == "key_tokens")]["value"]
+    with_crop = [name for s in schemes for name in (s, f"{s}+crop") if name == s or name in variants]
+    table_key, _ = comparison_table(records, TASK, with_crop, [
+        ("at_4L", "key_ppl_sliding", f"key-token ppl at {far}"), ("at_L", "key_ppl_sliding", "key-token ppl at L"),
+        ("at_4L", "key_ppl_ratio", f"key ppl({far}) / key ppl(L)"), ("at_4L", "ppl_ratio", "all tokens' ratio")],
+        digits=2) if not key_count.empty and key_count.max() > 0 else ("", "")
+    ablated = not by_length(records, ABLATION, "drop").empty
+    if ablated:
+        draw_ablation(records, schemes, context, far, ctx.figure(ABLATION_FIGURE))
+    table_ablation, _ = comparison_table(records, TASK, schemes, [
+        ("ablation", "drop_beyond_L", "rise, context beyond L dropped"),
+        ("ablation", "shuffle_beyond_L", "rise, context beyond L shuffled")], digits=3) if ablated else ("", "")
     tokens = records[(records["split"] == "window") & (records["metric"] == "tokens")]  # the same at every length
     return render(
         "lm.md", model=cfg.model, data=cfg.data, train=cfg.train, context=context, lengths=lengths, far=far,
@@ -228,6 +275,10 @@ def section(ctx: ReportContext) -> list[str]:
         variants_figure=VARIANTS_FIGURE if groups else None,
         no_retrieval=bool(len(retrieved)) and bool((retrieved == 0).all()),
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
+        key_count=int(key_count.max()) if not key_count.empty else None, table_key=table_key,
+        thresholds=(task_fact(records, "key_alpha"), task_fact(records, "key_beta")), ablation_table=table_ablation,
+        ablation_figure=ABLATION_FIGURE if ablated else None, ablation_targets=cfg.eval.ablation_targets,
+        distances=sorted(by_length(records, ABLATION, "drop")["length"].unique().tolist()),
         reading=reading(records, readers, context, far),
         recalibration=recalibration_reading(records, variants, lm_measure(far, cfg.eval.recalibrate_multiple),
                                             cfg.eval.recalibrate_multiple, cfg.eval.recalibrate_share),

@@ -56,6 +56,9 @@ class LMEvalConfig(RecalibrationSettings):
     # about N per length): null scores every target, n the first n of each test speech (full_shape: its shapes, not
     # its numbers)
     crop_targets: int | None = None
+    # the context-ablation curve (``evaluate.ablation``): this many targets of each test speech, evenly spaced, each
+    # read at 4L (or the longest T) whole, with only its last d tokens, and with the tokens beyond d shuffled; 0: none
+    ablation_targets: int = 32
 
     def __post_init__(self) -> None:
         self.check_recalibration_settings("lm.eval")
@@ -72,6 +75,9 @@ class LMEvalConfig(RecalibrationSettings):
             raise ValueError(f"lm.eval.effective_threshold must be in (0, 1], got {self.effective_threshold}")
         if self.crop_targets is not None and self.crop_targets < 1:
             raise ValueError(f"lm.eval.crop_targets must be >= 1 or null, got {self.crop_targets}")
+        if self.ablation_targets < 0:
+            raise ValueError(f"lm.eval.ablation_targets must be >= 0 (0: no ablation curve), got "
+                             f"{self.ablation_targets}")
         if self.passkey_trials < 1 or self.batch_size < 1:
             raise ValueError(f"lm.eval.passkey_trials and batch_size must be >= 1, got {self.passkey_trials}, "
                              f"{self.batch_size}")

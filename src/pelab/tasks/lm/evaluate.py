@@ -11,6 +11,12 @@ inside the speech and no protocol scores a speech's opening:
 ``nll_by_position``: the mean NLL at each position of the ``window`` protocol's longest windows, in 16 bins
 (where in the window a scheme breaks).
 
+Key tokens (``key_tokens.py``, LongPPL): the scored targets that the text more than L back makes predictable, chosen
+once from the prepared text by a position-free evaluator, the same for every scheme and seed; each sliding-window
+row also records the perplexity over them (``key_ppl``, ``key_nll``, ``key_tokens``), the summaries
+``key_ppl_sliding`` at L and 4L and ``key_ppl_ratio`` (4L over L). The context-ablation curve (``ablation``,
+Khandelwal et al. 2018): the rise in loss when the context beyond d is dropped or shuffled, at 4L.
+
 Passkey (``data/passkey.py``): ``passkey_trials`` rows per (length, depth), drawn from a generator seeded by the
 length and depth index, so every run and scheme sees the same rows; each cell also records its key ``distance``
 (tokens from the key to the answer). ``accuracy``: the share of rows whose whole key greedy decoding writes (for a
@@ -23,7 +29,8 @@ Tidy rows: {split, length, metric, value[, depth]}; splits ``window``, ``sliding
 when 4 is not evaluated) with ``ppl_window``, ``ppl_sliding``, ``passkey`` (and ``ppl_ratio`` at 4L: its
 sliding-window perplexity over the one at L, every scored token seeing at least half a window of context),
 ``beyond`` (``passkey``, ``passkey_digits`` and ``passkey_digits_teacher_forced`` over every cell whose key is more
-than L tokens back, whatever the row's length; the digit shares also at L).
+than L tokens back, whatever the row's length; the digit shares also at L); split ``task``: ``key_tokens`` (their
+count), ``key_share`` and the rule's thresholds ``key_alpha``, ``key_beta``; split ``ablation`` (``ablation``).
 
 A ``rope`` model is also scored with each evaluation-time extension its scheme declares (``positional.variants``:
 ``rope_extensions.MENU``, HF ``transformers``' names; splits ``<split><suffix>``): ``PI`` (HF ``linear`` at s = T/L) and ``NTK`` (HF ``dynamic``
@@ -55,6 +62,7 @@ from pelab.tasks.lm import recalibrate
 from pelab.tasks.lm.data import LMData
 from pelab.tasks.lm.data.corpus import PART
 from pelab.tasks.lm.data.passkey import DIGITS, PasskeyFormat, greedy_key, passkey_rows
+from pelab.tasks.lm.key_tokens import ALPHA, BETA, KeyTokens, key_tokens
 from pelab.tasks.lm.task import lm_loss
 from pelab.tasks.scoring import Scoring as BaseScoring
 
@@ -78,28 +86,52 @@ def token_nll(model: SequenceTransformer, rows: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
-               device: torch.device, targets: int | None = None) -> tuple[float, int, torch.Tensor]:
+def target_nll(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
+               device: torch.device, targets: int | None = None) -> tuple[list[torch.Tensor], torch.Tensor]:
     """docs: each 2N + 1 tokens (N its own), the targets after the first N scored (the first ``targets`` of them,
-    None: all).
-    Returns (mean NLL over the scored targets, their count, mean NLL by position within the window (window,))."""
-    spans = []
-    for doc in docs:
+    None: all). Returns per doc the NLL of each scored target in order ((N,) float64, or (targets,)), and the mean
+    NLL by position within the window (window,)."""
+    spans, out = [], []
+    for d, doc in enumerate(docs):
         n = (len(doc) - 1) // 2
         keep = n if targets is None else min(n, targets)
-        spans += [(doc, start, first, min(stride, keep - block))
+        out.append(torch.zeros(keep, dtype=torch.float64))
+        spans += [(d, start, first, min(stride, keep - block), block)
                   for block, (start, first) in zip(range(0, n, stride), windows(n, n, window, stride)) if block < keep]
-    total, count = 0.0, 0
     by_position = torch.zeros(window, dtype=torch.float64)
     for i in range(0, len(spans), batch_size):
         chunk = spans[i:i + batch_size]
-        rows = torch.stack([doc[start:start + window + 1] for doc, start, _, _ in chunk]).to(device)
+        rows = torch.stack([docs[d][start:start + window + 1] for d, start, _, _, _ in chunk]).to(device)
         nll = token_nll(model, rows).double().cpu()  # (B, window)
-        for row, (_, _, first, scored) in zip(nll, chunk):
-            total += float(row[first:first + scored].sum())
-            count += scored
+        for row, (d, _, first, scored, block) in zip(nll, chunk):
+            out[d][block:block + scored] = row[first:first + scored]
         by_position += nll.sum(0)
-    return total / count, count, by_position / len(spans)
+    return out, by_position / len(spans)
+
+
+@torch.no_grad()
+def perplexity(model: SequenceTransformer, docs: list[torch.Tensor], window: int, stride: int, batch_size: int,
+               device: torch.device, targets: int | None = None) -> tuple[float, int, torch.Tensor]:
+    """``target_nll`` summed: (mean NLL over the scored targets, their count, mean NLL by position (window,))."""
+    nll, by_position = target_nll(model, docs, window, stride, batch_size, device, targets)
+    scored = torch.cat(nll)
+    return float(scored.sum()) / len(scored), len(scored), by_position
+
+
+def key_mean(nll: list[torch.Tensor], key: KeyTokens) -> tuple[float, int]:
+    """(mean NLL over the key tokens, their count); nan where there are none."""
+    picked = torch.cat([row[mask[:len(row)]] for row, mask in zip(nll, key.masks)])
+    return (float(picked.mean()) if len(picked) else math.nan), len(picked)
+
+
+def key_rows(split: str, length: int, nll: list[torch.Tensor], key: KeyTokens | None) -> list[dict[str, Any]]:
+    """The key-token perplexity rows of one protocol and length (none without key tokens)."""
+    if key is None:
+        return []
+    mean, count = key_mean(nll, key)
+    return [{"split": split, "length": length, "metric": "key_ppl", "value": math.exp(mean)},
+            {"split": split, "length": length, "metric": "key_nll", "value": mean},
+            {"split": split, "length": length, "metric": "key_tokens", "value": count}]
 
 
 @torch.no_grad()
@@ -127,14 +159,19 @@ def key_distance(fmt: PasskeyFormat, length: int, depth: float) -> int:
 
 
 def score(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device, suffix: str,
-          lengths: list[int], longest: int) -> list[dict[str, Any]]:
+          lengths: list[int], longest: int, key: KeyTokens | None = None) -> list[dict[str, Any]]:
     """The rows of one model (``suffix`` names an evaluation-time variant: "" or a ``MENU`` suffix) at ``lengths``;
-    ``nll_by_position`` at the ``longest`` evaluation length."""
+    ``nll_by_position`` at the ``longest`` evaluation length; the sliding window's perplexity on the ``key`` tokens
+    too (``key_tokens.py``)."""
     rows: list[dict[str, Any]] = []
     fmt = PasskeyFormat.of(data.tokenizer)
     for length in lengths:
         for protocol, stride in (("window", length), ("sliding", round(length * cfg.eval.sliding_stride))):
-            nll, count, by_position = perplexity(model, data.test, length, stride, cfg.eval.batch_size, device)
+            per_target, by_position = target_nll(model, data.test, length, stride, cfg.eval.batch_size, device)
+            scored = torch.cat(per_target)
+            nll, count = float(scored.mean()), len(scored)
+            if protocol == "sliding":
+                rows += key_rows(protocol + suffix, length, per_target, key)
             rows += [{"split": protocol + suffix, "length": length, "metric": "ppl", "value": math.exp(nll)},
                      {"split": protocol + suffix, "length": length, "metric": "nll", "value": nll},
                      {"split": protocol + suffix, "length": length, "metric": "tokens", "value": count}]
@@ -175,12 +212,14 @@ def summaries(rows: list[dict[str, Any]], context: int, suffix: str = "",
     for name, length in (("at_L", context), ("at_4L", far)):
         for metric, v in (("ppl_window", value("window", length, "ppl")),
                           ("ppl_sliding", value("sliding", length, "ppl")),
+                          ("key_ppl_sliding", value("sliding", length, "key_ppl")),
                           ("passkey", passkey(lambda t, far, length=length: t == length))):
             if v is not None:
                 out.append({"split": name + suffix, "length": "all", "metric": metric, "value": v})
-    at_l, at_far = value("sliding", context, "ppl"), value("sliding", far, "ppl")
-    if at_l is not None and at_far is not None:
-        out.append({"split": "at_4L" + suffix, "length": "all", "metric": "ppl_ratio", "value": at_far / at_l})
+    for metric, ratio in (("ppl", "ppl_ratio"), ("key_ppl", "key_ppl_ratio")):
+        at_l, at_far = value("sliding", context, metric), value("sliding", far, metric)
+        if at_l is not None and at_far is not None:
+            out.append({"split": "at_4L" + suffix, "length": "all", "metric": ratio, "value": at_far / at_l})
     for metric, name in (("accuracy", "passkey"), ("digit_accuracy", "passkey_digits"),
                          ("digit_accuracy_teacher_forced", "passkey_digits_teacher_forced")):
         beyond = passkey(lambda t, far: far > context, metric)  # the key more than L tokens back
@@ -201,7 +240,11 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     context = cfg.data.context
     PasskeyFormat.of(data.tokenizer).check(context)
     lengths = [k * context for k in cfg.eval.multiples]
-    rows = score(model, cfg, data, device, "", lengths, lengths[-1])
+    key = test_key_tokens(cfg, data)
+    rows = score(model, cfg, data, device, "", lengths, lengths[-1], key)
+    rows += [{"split": "task", "length": "all", "metric": metric, "value": value}
+             for metric, value in (("key_tokens", float(key.count)), ("key_share", key.share),
+                                   ("key_alpha", ALPHA), ("key_beta", BETA))]
     # what the report states about the text: how many of a folder's files were cut into parts (corpus.read_folder)
     cut = {name.split(PART)[0] for names in data.meta.get("speeches", {}).values() for name in names if PART in name}
     rows.append({"split": "task", "length": "all", "metric": "documents_cut", "value": float(len(cut))})
@@ -212,13 +255,20 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
         scored: list[dict[str, Any]] = []
         for length in [t for t in lengths if t > context or not variant.identity_within]:
             pe = variant.module(model.pe, length, context, lengths[-1]).to(device)
-            scored += score(model.with_positional(pe), cfg, data, device, variant.suffix, [length], lengths[-1])
+            scored += score(model.with_positional(pe), cfg, data, device, variant.suffix, [length], lengths[-1], key)
         # where the extension is the trained model (rows of at most L tokens) the plain rows stand for it
         at_l = [{**r, "split": r["split"] + variant.suffix} for r in rows if r["length"] == context
                 and r["split"] in ("window", "sliding", "passkey")] if variant.identity_within else []
         out += scored + summaries(at_l + scored, context, variant.suffix, threshold)
-    cropped = crop(model, cfg, data, device, lengths)
-    return out + cropped + summaries(cropped, context, CROP)
+    cropped = crop(model, cfg, data, device, lengths, key)
+    return out + cropped + summaries(cropped, context, CROP) + ablation(model, cfg, data, device)
+
+
+def test_key_tokens(cfg: TaskConfig, data: LMData) -> KeyTokens:
+    """The key tokens of the test speeches (``key_tokens.py``): long context the longest evaluation length, short L;
+    a function of the prepared text alone, the same for every scheme and seed."""
+    lengths = [k * cfg.data.context for k in cfg.eval.multiples]
+    return key_tokens(data.train, data.val, data.test, data.vocab_size, cfg.data.context, lengths[-1])
 
 
 def evaluate_recalibrated(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: torch.device,
@@ -227,7 +277,7 @@ def evaluate_recalibrated(cfg: TaskConfig, model: SequenceTransformer, data: LMD
     under split suffix ``suffix``."""
     model.to(device).eval()
     lengths = [k * cfg.data.context for k in cfg.eval.multiples]
-    rows = score(model, cfg, data, device, suffix, lengths, lengths[-1])
+    rows = score(model, cfg, data, device, suffix, lengths, lengths[-1], test_key_tokens(cfg, data))
     return rows + summaries(rows, cfg.data.context, suffix, cfg.eval.effective_threshold)
 
 
@@ -235,25 +285,33 @@ CROP = "_crop"  # the split suffix of the crop-to-L baseline
 
 
 @torch.no_grad()
-def cropped_nll(model: SequenceTransformer, docs: list[torch.Tensor], window: int, batch_size: int,
-                device: torch.device, targets: int | None = None) -> tuple[float, int]:
-    """docs: each 2N + 1 tokens. Each of the targets after the first N (the first ``targets`` of them, None: all)
-    read from exactly the ``window`` tokens before it: one row of ``window`` tokens per target, only its last
-    position scored (``last_logits``). The same numbers as ``perplexity`` with stride 1, at about half its cost.
-    Returns (mean NLL, count)."""
-    rows = [doc[target - window:target + 1] for doc in docs
-            for target in range((len(doc) - 1) // 2 + 1, len(doc))[:targets]]
-    total = 0.0
+def last_nll(model: SequenceTransformer, rows: list[torch.Tensor], batch_size: int,
+             device: torch.device) -> torch.Tensor:
+    """rows: each (w + 1,) tokens, rows of one length batched together -> (len(rows),) float64 NLL of each row's last
+    token given the w before it, only the last position scored (``last_logits``)."""
+    out = torch.zeros(len(rows), dtype=torch.float64)
     for i in range(0, len(rows), batch_size):
-        batch = torch.stack(rows[i:i + batch_size]).to(device)  # (B, window + 1)
+        batch = torch.stack(rows[i:i + batch_size]).to(device)  # (B, w + 1)
         with autocast(batch.device):
             logits = model.last_logits(batch[:, :-1])  # (B, V)
-        total += float(F.cross_entropy(logits.float(), batch[:, -1], reduction="sum"))
-    return total / len(rows), len(rows)
+        out[i:i + len(batch)] = F.cross_entropy(logits.float(), batch[:, -1], reduction="none").double().cpu()
+    return out
+
+
+@torch.no_grad()
+def cropped_nll(model: SequenceTransformer, docs: list[torch.Tensor], window: int, batch_size: int,
+                device: torch.device, targets: int | None = None) -> list[torch.Tensor]:
+    """docs: each 2N + 1 tokens. Each of the targets after the first N (the first ``targets`` of them, None: all)
+    read from exactly the ``window`` tokens before it: one row of ``window`` tokens per target, only its last
+    position scored (``last_nll``). The same numbers as ``target_nll`` with stride 1, at about half its cost.
+    Returns per doc the NLL of each of its targets."""
+    spans = [range((len(doc) - 1) // 2 + 1, len(doc))[:targets] for doc in docs]
+    nll = last_nll(model, [doc[t - window:t + 1] for doc, span in zip(docs, spans) for t in span], batch_size, device)
+    return list(nll.split([len(span) for span in spans]))
 
 
 def crop(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device,
-         lengths: list[int]) -> list[dict[str, Any]]:
+         lengths: list[int], key: KeyTokens | None = None) -> list[dict[str, Any]]:
     """The crop-to-L control: the better of two reads of every scored token from at most the L tokens before it, at
     positions the model was trained on, so that it is what the run gets from L tokens, never worse than its own
     perplexity at L:
@@ -269,15 +327,69 @@ def crop(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torc
     every T under ``window_crop`` and ``sliding_crop``, with both reads at ``at_L_crop`` (``ppl_last``,
     ``ppl_sliding_read``); no passkey: a key more than L tokens back is out of its reach by construction."""
     context, targets = cfg.data.context, cfg.eval.crop_targets
-    last, count = cropped_nll(model, data.test, context, cfg.eval.batch_size, device, targets)
-    sliding, _, _ = perplexity(model, data.test, context, round(context * cfg.eval.sliding_stride),
-                               cfg.eval.batch_size, device, targets)
-    nll = min(last, sliding)
-    reads = [{"split": "at_L" + CROP, "length": "all", "metric": metric, "value": math.exp(value)}
-             for metric, value in (("ppl_last", last), ("ppl_sliding_read", sliding))]
+    last = cropped_nll(model, data.test, context, cfg.eval.batch_size, device, targets)
+    sliding, _ = target_nll(model, data.test, context, round(context * cfg.eval.sliding_stride),
+                            cfg.eval.batch_size, device, targets)
+    means = {name: float(torch.cat(read).mean()) for name, read in (("last", last), ("sliding", sliding))}
+    chosen = last if means["last"] <= means["sliding"] else sliding  # the better read, on every token alike
+    nll, count = min(means.values()), sum(len(row) for row in chosen)
+    reads = [{"split": "at_L" + CROP, "length": "all", "metric": metric, "value": math.exp(means[read])}
+             for metric, read in (("ppl_last", "last"), ("ppl_sliding_read", "sliding"))]
     return reads + [{"split": protocol + CROP, "length": length, "metric": metric, "value": value}
                     for protocol in ("window", "sliding") for length in lengths
-                    for metric, value in (("ppl", math.exp(nll)), ("nll", nll), ("tokens", count))]
+                    for metric, value in (("ppl", math.exp(nll)), ("nll", nll), ("tokens", count))] + \
+        [row for length in lengths for row in key_rows("sliding" + CROP, length, chosen, key)]
+
+
+ABLATION = "ablation"  # the context-ablation curve's split
+SHUFFLE_SEED = 2018  # the shuffles' draws: the same for every scheme, seed and run
+
+
+def ablation_distances(context: int, far: int) -> list[int]:
+    """The distances d of the ablation curve: L/4, L/2, L, 2L, … below ``far``."""
+    return [d for d in (max(1, context // 4) * 2 ** j for j in range(32)) if d < far]
+
+
+@torch.no_grad()
+def ablation(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: torch.device) -> list[dict[str, Any]]:
+    """The context-ablation curve (Khandelwal et al. 2018, Sharp Nearby, Fuzzy Far Away,
+    https://arxiv.org/abs/1805.04623, §4-5: how much a model's loss rises when the context beyond distance d is
+    dropped, or kept but shuffled). ``lm.eval.ablation_targets`` targets of each test speech, evenly spaced among its
+    scored ones, each read at the last position of a row of the T = 4L tokens before it (the longest T where 4L is not
+    evaluated), and at every d of ``ablation_distances``: **drop**, a row of only the last d tokens; **shuffle**, the
+    row of T with its first T − d tokens in a random order (one fixed draw per target, the same for every scheme and
+    seed), the last d in place. Rows: split ``ablation``, length d, metrics ``drop`` and ``shuffle``: the mean rise in
+    NLL over the whole read (nats; 0: the model uses nothing of what was taken); length ``all``: ``nll`` of the whole
+    read, ``context`` (T), ``targets``, and the rises at d = L as ``drop_beyond_L`` and ``shuffle_beyond_L``. A scheme that reads nothing beyond L has drop ≈ 0 from d = L on; one that
+    reads the far tokens as a bag has shuffle ≈ 0 where drop is not."""
+    per_doc = cfg.eval.ablation_targets
+    if not per_doc:
+        return []
+    context, batch = cfg.data.context, cfg.eval.batch_size
+    lengths = [k * context for k in cfg.eval.multiples]
+    far = 4 * context if 4 * context in lengths else lengths[-1]
+    distances = ablation_distances(context, far)
+    whole, dropped, shuffled = [], {d: [] for d in distances}, {d: [] for d in distances}
+    for index, doc in enumerate(data.test):
+        n = (len(doc) - 1) // 2
+        for target in sorted(set(torch.linspace(n + 1, 2 * n, min(per_doc, n)).round().long().tolist())):
+            row = doc[target - far:target + 1]  # (T + 1,) the target last
+            whole.append(row)
+            generator = torch.Generator().manual_seed(SHUFFLE_SEED + 1_000_003 * index + target)
+            for d in distances:
+                dropped[d].append(doc[target - d:target + 1])
+                head = row[:far - d]
+                shuffled[d].append(torch.cat([head[torch.randperm(len(head), generator=generator)], row[far - d:]]))
+    full = last_nll(model, whole, batch, device)
+    out = [{"split": ABLATION, "length": "all", "metric": metric, "value": value}
+           for metric, value in (("nll", float(full.mean())), ("context", float(far)), ("targets", float(len(full))))]
+    for d in distances:
+        for metric, rows in (("drop", dropped[d]), ("shuffle", shuffled[d])):
+            rise = float((last_nll(model, rows, batch, device) - full).mean())
+            out.append({"split": ABLATION, "length": d, "metric": metric, "value": rise})
+            if d == context:  # the headline: what the tokens beyond L give (drop) and their order (shuffle)
+                out.append({"split": ABLATION, "length": "all", "metric": f"{metric}_beyond_L", "value": rise})
+    return out
 
 
 PROBE_ROWS = 4  # test speeches whose opening tokens the per-run probe reads (pelab.probe)

@@ -53,9 +53,10 @@ class LMTask(Task):
     attention_forms = (True,)  # decoder-only
     stack_on_cpu = False  # quick sizes, 2 cores: 5 seeds x 100 steps took 39.5 s stacked, 20 s one after another
     # at_L: evaluated at the training length; at_4L: at four times it (ppl_ratio: its sliding-window perplexity over
-    # the one at L); beyond: passkey accuracy over every length > L and depth (evaluate.py)
+    # the one at L; key_ppl_sliding: over the key tokens, key_tokens.py); beyond: passkey accuracy over every length
+    # > L and depth (evaluate.py)
     headline = {"at_L": ["ppl_window", "ppl_sliding", "passkey", "passkey_digits"],
-                "at_4L": ["ppl_window", "ppl_sliding", "ppl_ratio", "passkey"],
+                "at_4L": ["ppl_window", "ppl_sliding", "ppl_ratio", "passkey", "key_ppl_sliding"],
                 "beyond": ["passkey", "passkey_digits"]}
     key_metrics = {"ppl_L": (("at_L",), "ppl_window"), "ppl_4L": (("at_4L",), "ppl_window"),
                    "ppl_ratio_4L": (("at_4L",), "ppl_ratio"), "passkey_beyond": (("beyond",), "passkey")}
