@@ -14,7 +14,7 @@ import torch
 
 from pelab.model.config import ModelConfig
 from pelab.positional import scheme_options
-from pelab.tasks.lm.evaluate import ablation, ablation_distances, key_mean, target_nll, windows
+from pelab.tasks.lm.evaluate import ablation, ablation_distances, key_mean, key_rows, target_nll, windows
 from pelab.tasks.lm.key_tokens import (ALPHA, BETA, K_SEARCH, _matches_by_search, fit_weights, is_key, key_tokens,
                                        matches)
 from pelab.tasks.lm.model import build_lm
@@ -96,9 +96,12 @@ def test_key_tokens_are_the_passage_repeated_beyond_l():
     assert key.count == len(first) and key.share == pytest.approx(len(first) / 256)
 
 
-def test_random_text_has_no_key_tokens():
+def test_random_text_has_no_key_tokens_and_records_no_perplexity_over_them():
     train, val, test = corpus(1, repeat=False)
-    assert key_tokens(train, val, test, 40, 32, 128).count == 0
+    key = key_tokens(train, val, test, 40, 32, 128)
+    assert key.count == 0
+    nll = [torch.ones(128, dtype=torch.float64) for _ in test]
+    assert key_rows("sliding", 64, nll, key) == [{"split": "sliding", "length": 64, "metric": "key_tokens", "value": 0}]
 
 
 def test_key_token_perplexity_is_the_mean_over_the_key_targets_of_their_sliding_read():

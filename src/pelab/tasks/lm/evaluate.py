@@ -125,13 +125,14 @@ def key_mean(nll: list[torch.Tensor], key: KeyTokens) -> tuple[float, int]:
 
 
 def key_rows(split: str, length: int, nll: list[torch.Tensor], key: KeyTokens | None) -> list[dict[str, Any]]:
-    """The key-token perplexity rows of one protocol and length (none without key tokens)."""
+    """The key-token perplexity rows of one protocol and length: none without key tokens, their count alone where the
+    text has none (a corpus without repeats beyond L: no perplexity to record, and no claim reads one)."""
     if key is None:
         return []
     mean, count = key_mean(nll, key)
-    return [{"split": split, "length": length, "metric": "key_ppl", "value": math.exp(mean)},
-            {"split": split, "length": length, "metric": "key_nll", "value": mean},
-            {"split": split, "length": length, "metric": "key_tokens", "value": count}]
+    counted = [{"split": split, "length": length, "metric": "key_tokens", "value": count}]
+    return counted + ([{"split": split, "length": length, "metric": "key_ppl", "value": math.exp(mean)},
+                       {"split": split, "length": length, "metric": "key_nll", "value": mean}] if count else [])
 
 
 @torch.no_grad()
