@@ -36,28 +36,29 @@ def _runs(params: Params):
 def load_records(params: Params, runs_root: Path, results_root: Path) -> pd.DataFrame:
     """Training records and evaluation records of every run of the study, and each task's records that compare its
     runs with the reference scheme's (``Task.paired_records``: translation's paired bootstrap), in one tidy frame."""
-    frames = []
+    rows: list[dict] = []  # one frame of every row at the end: a frame per file took most of the stage
     for task, scheme, seed in _runs(params):
         for path in (run_dir(runs_root, task, scheme, seed) / "train_records.jsonl",
                      run_dir(results_root, task, scheme, seed) / "records.jsonl"):
             if not path.exists():
                 raise FileNotFoundError(f"no records for task {task!r}, scheme {scheme!r}, seed {seed} at {path}")
-            frames.append(pd.DataFrame(io.read_jsonl(path)))
+            rows += io.read_jsonl(path)
     for task in params.tasks:  # a task's statistics of its runs side by side (translation's paired bootstrap)
-        paired = get_task(task).paired_records(params.schemes_of(task), params.seeds, params.reference, results_root)
-        frames += [pd.DataFrame(paired)] if paired else []
-    records = pd.concat(frames, ignore_index=True)
+        rows += get_task(task).paired_records(params.schemes_of(task), params.seeds, params.reference,
+                                              results_root) or []
+    records = pd.DataFrame(rows)
     records["length"] = records["length"].astype(str)
     first = [c for c in RECORD_COLUMNS if c in records.columns]
     return records[first + [c for c in records.columns if c not in first]]
 
 
 def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:
-    frames = [pd.read_csv(run_dir(runs_root, task, scheme, seed) / "history.csv")
-              .assign(task=task, pe=scheme, seed=seed) for task, scheme, seed in _runs(params)]
+    runs = list(_runs(params))
+    frames = [pd.read_csv(run_dir(runs_root, task, scheme, seed) / "history.csv") for task, scheme, seed in runs]
     curves = pd.concat(frames, ignore_index=True)
-    first = ["task", "pe", "seed"]
-    return curves[first + [c for c in curves.columns if c not in first]]
+    counts = [len(frame) for frame in frames]  # each run's rows labelled once, not a column assigned per frame
+    labels = pd.DataFrame([run for run, count in zip(runs, counts) for _ in range(count)], columns=["task", "pe", "seed"])
+    return pd.concat([labels, curves.drop(columns=[c for c in labels.columns if c in curves.columns])], axis=1)
 
 
 def _finite(value: float) -> float | None:
@@ -71,14 +72,17 @@ def summary_table(records: pd.DataFrame) -> dict:
     Written to reports/summary.json."""
     out: dict = {}
     overall = records[records["length"] == "all"]
-    for (task, scheme), group in overall.groupby(["task", "pe"], sort=False):
-        headline = get_task(task).headline
-        entry: dict = {}
-        for (split, metric), rows in group.groupby(["split", "metric"], sort=False):
-            if metric in headline.get(split, []):
-                stats = metric_summary(rows.sort_values("seed")["value"].tolist(), metric)
-                entry.setdefault(split, {})[metric] = {k: v if k == "n" else _finite(float(v)) for k, v in stats.items()}
-        out.setdefault(task, {})[scheme] = entry
+    # the headline rows only, before grouping (a group per (split, metric) of every row was most of the table)
+    wanted = {(task, split, metric) for task in overall["task"].unique()
+              for split, metrics in get_task(task).headline.items() for metric in metrics}
+    keys = pd.MultiIndex.from_frame(overall[["task", "split", "metric"]])
+    headline = overall[keys.isin(list(wanted))]
+    for task, scheme in overall[["task", "pe"]].drop_duplicates().itertuples(index=False):
+        out.setdefault(task, {})[scheme] = {}
+    for (task, scheme, split, metric), rows in headline.groupby(["task", "pe", "split", "metric"], sort=False):
+        stats = metric_summary(rows.sort_values("seed")["value"].tolist(), metric)
+        out[task][scheme].setdefault(split, {})[metric] = {k: v if k == "n" else _finite(float(v))
+                                                            for k, v in stats.items()}
     return out
 
 
