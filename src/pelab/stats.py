@@ -12,6 +12,7 @@ scheme declared in params before the run, and Holm-corrected across schemes.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from scipy import stats as _scipy_stats
 
 
+@functools.cache  # a report asks for it some 10⁴ times, at a handful of (confidence, dof)
 def t_quantile(confidence: float, dof: int) -> float:
     return float(_scipy_stats.t.ppf(0.5 + confidence / 2, dof))
 

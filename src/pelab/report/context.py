@@ -28,6 +28,7 @@ class ReportContext:
         self.link = self.figures_dir.name
         self.seeds = list(params.seeds)
         self.seed = self.seeds[0]  # the run drawn in single-model figures
+        self._facts: dict[str, dict[tuple[str, str], float]] = {}  # split -> {(task, metric): value}, read once
         self._captures: dict[tuple[str, str, int], dict[str, Any] | None] = {}
 
     # configuration ---------------------------------------------------------------------------------
@@ -75,12 +76,15 @@ class ReportContext:
         return {seed: found for seed in self.seeds if (found := self.captures(task, scheme, seed)) is not None}
 
     def fact(self, task: str, metric: str, split: str = "task") -> float:
-        """A value evaluation wrote once per run about the task itself (chance, row lengths; the same in every run)."""
-        found = self.records[(self.records["task"] == task) & (self.records["split"] == split)
-                             & (self.records["metric"] == metric)]["value"]
-        if found.empty:
+        """A value evaluation wrote once per run about the task itself (chance, row lengths; the same in every run).
+        Each split's facts are gathered once (a mask of every record per fact took seconds of a report)."""
+        if split not in self._facts:
+            rows = self.records[self.records["split"] == split].drop_duplicates(["task", "metric"])  # the first
+            self._facts[split] = dict(zip(zip(rows["task"], rows["metric"]), rows["value"]))
+        found = self._facts[split].get((task, metric))
+        if found is None:
             raise ValueError(f"records hold no {split}/{metric} row for task {task!r}; re-run its evaluation")
-        return float(found.iloc[0])
+        return float(found)
 
     # figures ---------------------------------------------------------------------------------------
     def figure(self, name: str) -> Path:
