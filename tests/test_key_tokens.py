@@ -137,7 +137,7 @@ def test_the_ablation_curve_of_a_one_layer_nope_model_is_blind_to_order():
                           eval=SimpleNamespace(ablation_targets=5, batch_size=4, multiples=(1, 2, 4)))
     rows = ablation(net, cfg, SimpleNamespace(test=test), CPU)
     value = {(r["length"], r["metric"]): r["value"] for r in rows}
-    assert ablation_distances(32, 128) == [8, 16, 32, 64]
+    assert ablation_distances(32, 128) == [8, 16, 32, 64] and ablation_distances(50, 200) == [12, 25, 50, 100]
     assert value["all", "context"] == 128 and value["all", "targets"] == 10
     for d in (8, 16, 32, 64):
         assert value[d, "shuffle"] == pytest.approx(0.0, abs=1e-5)

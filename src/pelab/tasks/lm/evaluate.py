@@ -347,8 +347,8 @@ SHUFFLE_SEED = 2018  # the shuffles' draws: the same for every scheme, seed and 
 
 
 def ablation_distances(context: int, far: int) -> list[int]:
-    """The distances d of the ablation curve: L/4, L/2, L, 2L, … below ``far``."""
-    return [d for d in (max(1, context // 4) * 2 ** j for j in range(32)) if d < far]
+    """The distances d of the ablation curve: L/4, L/2 (rounded down), L, 2L, 4L, … below ``far``; L always."""
+    return sorted({d for d in (context // 4, context // 2, *(context * 2 ** j for j in range(32))) if 0 < d < far})
 
 
 @torch.no_grad()

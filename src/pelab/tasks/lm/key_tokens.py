@@ -79,13 +79,15 @@ def matches(tokens: np.ndarray, targets: np.ndarray, long: int, short: int, bloc
     lags = np.arange(1, long)[:, None]  # (long − 1, 1) δ
     for lo in range(0, len(targets), block):
         mine = targets[lo:lo + block]
-        upto = int(mine.max())  # tokens[:upto] hold every context
+        # tokens[start:upto] hold every context of the block; a run cut at start is longer than any context allows
+        start, upto = max(0, int(mine.min()) - long), int(mine.max())
+        window = tokens[start:upto]
         runs = np.empty((len(lags), len(mine)), dtype=np.int64)  # (lags, targets) agreements ending at i − 1
-        positions = np.arange(upto)
+        positions = np.arange(len(window))
         for row, lag in enumerate(lags[:, 0]):
-            agree = np.zeros(upto, dtype=bool)
-            agree[lag:] = tokens[lag:upto] == tokens[:upto - lag]
-            runs[row] = (positions - np.maximum.accumulate(np.where(agree, -1, positions)))[mine - 1]
+            agree = np.zeros(len(window), dtype=bool)
+            agree[lag:] = window[lag:] == window[:len(window) - lag]
+            runs[row] = (positions - np.maximum.accumulate(np.where(agree, -1, positions)))[mine - 1 - start]
         nxt = tokens[np.maximum(mine[None, :] - lags, 0)]  # (lags, targets) the token after each occurrence
         hit = nxt == tokens[mine][None, :]
         for name, width in (("long", long), ("short", short)):
