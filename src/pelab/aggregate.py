@@ -57,7 +57,8 @@ def load_curves(params: Params, runs_root: Path) -> pd.DataFrame:
     frames = [pd.read_csv(run_dir(runs_root, task, scheme, seed) / "history.csv") for task, scheme, seed in runs]
     curves = pd.concat(frames, ignore_index=True)
     counts = [len(frame) for frame in frames]  # each run's rows labelled once, not a column assigned per frame
-    labels = pd.DataFrame([run for run, count in zip(runs, counts) for _ in range(count)], columns=["task", "pe", "seed"])
+    labels = pd.DataFrame([run for run, count in zip(runs, counts) for _ in range(count)],
+                          columns=["task", "pe", "seed"])
     return pd.concat([labels, curves.drop(columns=[c for c in labels.columns if c in curves.columns])], axis=1)
 
 

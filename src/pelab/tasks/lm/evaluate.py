@@ -361,8 +361,9 @@ def ablation(model: SequenceTransformer, cfg: TaskConfig, data: LMData, device: 
     row of T with its first T − d tokens in a random order (one fixed draw per target, the same for every scheme and
     seed), the last d in place. Rows: split ``ablation``, length d, metrics ``drop`` and ``shuffle``: the mean rise in
     NLL over the whole read (nats; 0: the model uses nothing of what was taken); length ``all``: ``nll`` of the whole
-    read, ``context`` (T), ``targets``, and the rises at d = L as ``drop_beyond_L`` and ``shuffle_beyond_L``. A scheme that reads nothing beyond L has drop ≈ 0 from d = L on; one that
-    reads the far tokens as a bag has shuffle ≈ 0 where drop is not."""
+    read, ``context`` (T), ``targets``, and the rises at d = L as ``drop_beyond_L`` and ``shuffle_beyond_L``. A
+    scheme that reads nothing beyond L has drop ≈ 0 from d = L on; one that reads the far tokens as a bag has
+    shuffle ≈ 0 where drop is not."""
     per_doc = cfg.eval.ablation_targets
     if not per_doc:
         return []
