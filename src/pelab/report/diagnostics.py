@@ -18,7 +18,7 @@ from pelab.analysis.diagnostics import (BINS, COMPARED, RISE_MARGIN, beyond_scor
                                        slow_pairs, window_null)
 from pelab.report.context import ReportContext
 from pelab.report.render import fill, render
-from pelab.report.style import band, save, scheme_palette
+from pelab.report.style import band, legend_above, save, scheme_palette
 from pelab.report.tables import markdown_table
 from pelab.stats import format_mean_sd, summarize
 
@@ -79,9 +79,7 @@ def draw_by_length(rows: pd.DataFrame, tasks: list[str], path: Path) -> Path:
             ax.set_title(f"{task}: {title}" if c == 0 else title, fontsize=9)
             if r == len(tasks) - 1:
                 ax.set_xlabel("row length / training length")
-    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol, fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 1.0))
+    legend_above(fig, axes, top, ncol=ncol, layout=False)
     return save(fig, path, tight=False)
 
 
@@ -161,9 +159,7 @@ def draw_rope(probe: pd.DataFrame, tasks: list[str], trained: dict[str, float], 
         ax.set_xlabel("period of the pair (positions)")
     for ax in axes[:, 0]:
         ax.set_ylabel("share of q·k norm")
-    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=ncol, fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 1.0))
+    legend_above(fig, axes, top, ncol=ncol, fontsize=8, layout=False)
     return save(fig, path, tight=False)
 
 
