@@ -75,13 +75,16 @@ class ReportContext:
         """{seed: captures} of the scheme's runs that evaluation captured, in seed order."""
         return {seed: found for seed in self.seeds if (found := self.captures(task, scheme, seed)) is not None}
 
-    def fact(self, task: str, metric: str, split: str = "task") -> float:
-        """A value evaluation wrote once per run about the task itself (chance, row lengths; the same in every run).
-        Each split's facts are gathered once (a mask of every record per fact took seconds of a report)."""
+    def fact(self, task: str, metric: str, split: str = "task", required: bool = True) -> float | None:
+        """A value evaluation wrote once per run about the task itself (chance, row lengths; the same in every run);
+        None where it wrote none and the fact is not ``required``. Each split's facts are gathered once (a mask of
+        every record per fact took seconds of a report)."""
         if split not in self._facts:
             rows = self.records[self.records["split"] == split].drop_duplicates(["task", "metric"])  # the first
             self._facts[split] = dict(zip(zip(rows["task"], rows["metric"]), rows["value"]))
         found = self._facts[split].get((task, metric))
+        if found is None and not required:
+            return None
         if found is None:
             raise ValueError(f"records hold no {split}/{metric} row for task {task!r}; re-run its evaluation")
         return float(found)

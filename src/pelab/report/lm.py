@@ -176,12 +176,6 @@ def epochs_read(records: pd.DataFrame, schemes: list[str]) -> float | None:
     return float(found["value"].mean()) if not found.empty else None
 
 
-def task_fact(records: pd.DataFrame, metric: str) -> float | None:
-    """A fact evaluation recorded once per run (split ``task``), None where none was."""
-    found = records[(records["task"] == TASK) & (records["split"] == "task") & (records["metric"] == metric)]["value"]
-    return float(found.iloc[0]) if not found.empty else None
-
-
 def documents_cut(records: pd.DataFrame) -> int:
     """How many of a folder corpus's files were cut into parts before the split (0 where none, or not recorded)."""
     found = records[(records["split"] == "task") & (records["metric"] == "documents_cut")]["value"]
@@ -276,7 +270,8 @@ def section(ctx: ReportContext) -> list[str]:
         no_retrieval=bool(len(retrieved)) and bool((retrieved == 0).all()),
         effective_table=markdown_table(["scheme", "effective length (tokens)"], effective),
         key_count=int(key_count.max()) if not key_count.empty else None, table_key=table_key,
-        thresholds=(task_fact(records, "key_alpha"), task_fact(records, "key_beta")), ablation_table=table_ablation,
+        thresholds=tuple(ctx.fact(TASK, m, required=False) for m in ("key_alpha", "key_beta")),
+        ablation_table=table_ablation,
         ablation_figure=ABLATION_FIGURE if ablated else None, ablation_targets=cfg.eval.ablation_targets,
         distances=sorted(by_length(records, ABLATION, "drop")["length"].unique().tolist()),
         reading=reading(records, readers, context, far),
