@@ -102,6 +102,17 @@ def last_lock_write(project: Path) -> float:
                if p.exists())
 
 
+def run_stage_running(project: Path) -> bool:
+    """Whether a `python stages/run.py` command runs in ``project`` (read from /proc: Linux)."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"stages/run.py" in (proc / "cmdline").read_bytes() and os.readlink(proc / "cwd") == str(project):
+                return True
+        except OSError:  # gone, or not ours
+            continue
+    return False
+
+
 def copy_worktree(repo_root: Path, dest: Path) -> Path:
     """The working tree (tracked and untracked-but-not-ignored files) copied to ``dest``, a fresh git repo with
     one commit."""
@@ -265,10 +276,12 @@ def test_adding_a_seed_trains_only_that_seed_and_a_kill_loses_only_the_stage_in_
     try:
         deadline = time.time() + 300
         # kill inside a stage, never inside DVC's (non-atomic) write of a dvc.lock: wait until the lock records
-        # two finished stacks and no lock has been touched for a second (the next stage has started by then)
+        # two finished stacks, a run stage's command is running and no lock has been touched for a fifth of a second
+        # (a stage takes about a second: time enough that a kill a second later could miss it)
         while time.time() < deadline and proc.poll() is None and not (
-                len(locked_trains(project, seeds)) >= 2 and time.time() - last_lock_write(project) > 1.0):
-            time.sleep(0.05)
+                len(locked_trains(project, seeds)) >= 2 and run_stage_running(project)
+                and time.time() - last_lock_write(project) > 0.2):
+            time.sleep(0.02)
     finally:  # always: a dvc left running would hold the repository's lock for the next test
         os.killpg(proc.pid, signal.SIGKILL)  # dvc and the training stage it is running
         proc.wait()
