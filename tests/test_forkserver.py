@@ -125,8 +125,13 @@ def test_the_key_follows_the_code_the_interpreter_and_the_environment_but_not_th
     assert forkserver.server_key(script, sys.path, {**env, "DVC_STAGE": "run@b", "PYTEST_CURRENT_TEST": "t"}) == key
     assert forkserver.server_key(script, sys.path, {**env, "OMP_NUM_THREADS": "2"}) != key
     assert forkserver.server_key(script, sys.path[1:], env) != key
+    path = [str(script.parent), *sys.path]  # as Python starts a script
+    key = forkserver.server_key(script, path, env)
+    (script.parent / "__pycache__").mkdir()  # what the first import from the folder writes
+    (script.parent / "__pycache__" / "_common.cpython-311.pyc").write_bytes(b"")
+    assert forkserver.server_key(script, path, env) == key
     (script.parent / "_common.py").write_text("y = 2\n")  # a file beside the script
-    assert forkserver.server_key(script, sys.path, env) != key
+    assert forkserver.server_key(script, path, env) != key
 
 
 def test_an_idle_server_exits_and_removes_its_socket(tmp_path):

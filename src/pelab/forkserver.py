@@ -79,13 +79,14 @@ def _tree_stamp(folder: Path) -> list[tuple[str, int, int]]:
 
 def server_key(script: Path, path: list[str], env: dict[str, str]) -> str:
     """What a server's preloaded modules depend on, hashed: the interpreter, ``path`` (``sys.path``, each folder's
-    mtime: an install changes it), the environment but ``VOLATILE_ENV``, and every file of the pelab package and of
-    the script's folder."""
+    mtime but the script's: an install changes it), the environment but ``VOLATILE_ENV``, and every file of the pelab
+    package and of the script's folder."""
     import importlib.util
 
     spec = importlib.util.find_spec("pelab")
     package = Path(next(iter(spec.submodule_search_locations)))
-    folders = [(p, os.stat(p).st_mtime_ns) for p in path if os.path.isdir(p)]
+    folders = [(p, os.stat(p).st_mtime_ns) for p in path  # not the script's: writing its __pycache__ changes that
+               if os.path.isdir(p) and Path(p).resolve() != script.parent]
     record = {"python": [sys.executable, sys.version], "path": path, "folders": folders,
               "env": sorted((k, v) for k, v in env.items() if k not in VOLATILE_ENV),
               "files": _tree_stamp(package) + _tree_stamp(script.parent)}
@@ -112,7 +113,7 @@ def hand_over(name: str, script: str) -> None:
         conn = _connect(path)
         if conn is None:
             return
-    request = {"script": str(script_path), "argv": [str(script_path), *sys.argv[1:]], "cwd": os.getcwd(),
+    request = {"script": str(script_path), "argv": list(sys.argv), "cwd": os.getcwd(),
                "env": dict(os.environ), "path": list(sys.path)}
     with conn:
         socket.send_fds(conn, [json.dumps(request).encode()], list(STREAMS))
@@ -246,7 +247,7 @@ def serve(path: Path, sys_path: list[str], idle_s: float = IDLE_S) -> None:
             for event, _ in selector.select(timeout):
                 if event.data == "accept":
                     conn, _ = listener.accept()
-                    pid = _start_child(conn, listener, selector, children)
+                    pid = _start_child(conn, (listener, selector, wake_r, wake_w, *children.values()))
                     if pid is not None:
                         children[pid] = conn
                         selector.register(conn, selectors.EVENT_READ, pid)
@@ -328,8 +329,9 @@ def _fork_safe(allowed_threads: int) -> bool:
     return True
 
 
-def _start_child(conn: socket.socket, listener: socket.socket, selector, children) -> int | None:
-    """Read a request (its streams come as file descriptors) and fork its stage; the child never returns."""
+def _start_child(conn: socket.socket, servers: tuple) -> int | None:
+    """Read a request (its streams come as file descriptors) and fork its stage; the child never returns, and
+    closes ``servers`` (the server's sockets, selector and wakeup pipe, which the stage has no use for)."""
     try:
         data, fds, _, _ = socket.recv_fds(conn, _MAX_MESSAGE, len(STREAMS))
         request = json.loads(data)
@@ -352,10 +354,11 @@ def _start_child(conn: socket.socket, listener: socket.socket, selector, childre
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
-        selector.close()
-        listener.close()
-        for other in children.values():
-            other.close()
+        for held in servers:
+            if isinstance(held, int):
+                os.close(held)
+            else:
+                held.close()
         for target, fd in zip(STREAMS, fds, strict=True):
             os.dup2(fd, target)
             os.close(fd)
