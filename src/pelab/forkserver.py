@@ -198,7 +198,8 @@ def _start_server(path: Path) -> subprocess.Popen:
     log = open(path.with_suffix(".log"), "ab")
     with log:
         return subprocess.Popen([sys.executable, "-m", "pelab.forkserver", str(path), json.dumps(sys.path)],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd="/", start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd="/",
+                                start_new_session=True)
 
 
 # ---------------------------------------------------------------------------------------------------------- server
@@ -247,7 +248,7 @@ def serve(path: Path, sys_path: list[str], idle_s: float = IDLE_S) -> None:
             for event, _ in selector.select(timeout):
                 if event.data == "accept":
                     conn, _ = listener.accept()
-                    pid = _start_child(conn, (listener, selector, wake_r, wake_w, *children.values()))
+                    pid = _start_child(conn, (lock, listener, selector, wake_r, wake_w, *children.values()))
                     if pid is not None:
                         children[pid] = conn
                         selector.register(conn, selectors.EVENT_READ, pid)
@@ -331,7 +332,8 @@ def _fork_safe(allowed_threads: int) -> bool:
 
 def _start_child(conn: socket.socket, servers: tuple) -> int | None:
     """Read a request (its streams come as file descriptors) and fork its stage; the child never returns, and
-    closes ``servers`` (the server's sockets, selector and wakeup pipe, which the stage has no use for)."""
+    closes ``servers`` (the key's lock, which a running stage would otherwise hold after the server's end, and the
+    server's sockets, selector and wakeup pipe)."""
     try:
         data, fds, _, _ = socket.recv_fds(conn, _MAX_MESSAGE, len(STREAMS))
         request = json.loads(data)
