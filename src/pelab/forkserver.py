@@ -148,8 +148,7 @@ def _forward_signals(pid: int) -> None:
 
 def _exit_like(status: dict[str, Any] | None) -> None:
     """End as the child ended: its exit code, or killed by its signal."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+    _flush()
     if status is None:
         print("error: the stage's warm process (pelab.forkserver) ended without its status; run it again, or with "
               "PELAB_FORKSERVER=0", file=sys.stderr)
