@@ -16,7 +16,8 @@ from pelab.tasks import get_task
 # registered schemes with no claim of their own, and why: points of an axis that has its claims at both ends
 # (rope-small-base-lm, rope-base-bounds-recall, rope-large-base-recall), and a config with no published claim
 UNCLAIMED = {"rope_theta100": "a point of the θ axis", "rope_theta1k": "a point of the θ axis",
-             "gemma4": "HF Gemma4TextConfig's defaults: no paper states a claim of its positions"}
+             "gemma4": "HF Gemma4TextConfig's defaults: no paper states a claim of its positions",
+             "gpt_oss": "OpenAI's gpt-oss model card states its layout, not a measured claim of its positions"}
 
 
 def test_every_claim_names_a_registered_scheme_task_and_headline_split():

@@ -30,8 +30,9 @@ def test_params_merge_over_the_preset_key_by_key() -> None:
     ({"layer": {"bass": 5.0}}, r"^unknown option\(s\) \['bass'\] in positional.command_a.layer; valid options: base, "),
     ({"layer": {"span": "local"}}, r"^positional.command_a.layer.span='local'; valid choices: full, sliding, chunked$"),
     ({"nth_layer": {"scheme": "sinusoidal"}}, r"^positional.command_a.nth_layer.scheme='sinusoidal'; valid choices: "
-                                              r"rope, none$"),
-    ({"nth_layer": {"scheme": "rotary"}}, r"^positional.command_a.nth_layer.scheme='rotary'; valid choices: rope, none$"),
+                                              r"rope, yarn, none$"),
+    ({"nth_layer": {"scheme": "rotary"}}, r"^positional.command_a.nth_layer.scheme='rotary'; valid choices: rope, "
+                                          r"yarn, none$"),
     ({"layer": {"window": 0}}, r"^positional.command_a.layer.window=0: a sliding span needs a window of >= 1 token$"),
     ({"period": 0}, r"^positional.command_a.period must be an integer >= 1, got 0$"),
     ({"layer": "rope"}, r"^positional.command_a.layer must be a mapping"),

@@ -1,6 +1,7 @@
 """Layouts and partial RoPE against Hugging Face ``transformers``' own code, at distance: the rotated q·k logits of
 both partial-rotary conventions at positions up to 8L, the per-layer NoPE and span semantics of the SmolLM3, Llama 4,
-Cohere 2 (Command A) and Gemma 3/4 configs, and Llama 4's NoPE-layer query temperature. These are where the bugs
+Cohere 2 (Command A), Gemma 3/4 and gpt-oss configs, Llama 4's NoPE-layer query temperature, and gpt-oss's YaRN
+(HF's and OpenAI's own formula). These are where the bugs
 users report live (HF #43756, #37344: NoPE flags inverted or ignored; #48652: partial conventions that agree at
 position 0 and drift with distance): a short prompt hides them all."""
 
@@ -13,6 +14,7 @@ from torch.testing import assert_close
 from pelab.positional import build_positional_encoding
 from pelab.positional import SCHEMES, is_layout
 from pelab.positional.layout import Layout, llama4_query_scale, span_mask
+from pelab.positional.yarn import attention_factor, yarn_frequencies
 
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
@@ -203,6 +205,78 @@ def test_span_masks_are_hfs_sliding_and_chunked_masks() -> None:
 
 def test_every_preset_is_a_spec_of_the_one_layout_class_naming_its_source() -> None:
     layouts = {name: spec for name, spec in SCHEMES.items() if is_layout(name)}
-    assert list(layouts) == ["smollm3", "command_a", "llama4", "gemma3", "gemma4"]
+    assert list(layouts) == ["smollm3", "command_a", "llama4", "gemma3", "gemma4", "gpt_oss"]
     for name, spec in layouts.items():
         assert spec.about and spec.cls is Layout and {"period", "layer", "nth_layer"} <= set(spec.defaults)
+
+
+def gpt_oss_config(head_dim: int, original: int, truncate: bool = False, n_layers: int = 4):
+    """HF's gpt-oss config at a head of ``head_dim`` with YaRN over ``original`` positions (its other values kept)."""
+    from transformers import GptOssConfig
+
+    rope = {**GptOssConfig().rope_parameters, "original_max_position_embeddings": original, "truncate": truncate}
+    return GptOssConfig(num_hidden_layers=n_layers, hidden_size=head_dim * HEADS, num_attention_heads=HEADS,
+                        num_key_value_heads=HEADS, head_dim=head_dim, rope_parameters=rope)
+
+
+@pytest.mark.parametrize("head_dim", [16, 32, 64])
+@pytest.mark.parametrize("original", [L, 4096])
+@pytest.mark.parametrize("truncate", [False, True])
+def test_yarn_frequencies_and_factor_are_hfs(head_dim: int, original: int, truncate: bool) -> None:
+    config = gpt_oss_config(head_dim, original, truncate)
+    inv_freq, factor = ROPE_INIT_FUNCTIONS["yarn"](config, "cpu")
+    rope = config.rope_parameters
+    ours = yarn_frequencies(head_dim, rope["rope_theta"], rope["factor"], original, rope["beta_fast"],
+                            rope["beta_slow"], truncate, torch.float64)
+    assert_close(ours, inv_freq.double(), rtol=1e-6, atol=0)  # HF's in float32
+    assert attention_factor(rope["factor"]) == pytest.approx(factor, rel=1e-12)
+    ratio = ours / rope["rope_theta"] ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # θ'/θ
+    assert ratio[-1] == pytest.approx(1 / rope["factor"])  # the slowest pair interpolated by s
+    if original == 4096:
+        assert ratio[0] == pytest.approx(1.0)  # the fastest kept (over L = 64 no pair turns 32 times)
+
+
+def test_yarn_at_gpt_oss_size_is_openais_formula() -> None:
+    """``openai/gpt-oss`` ``RotaryEmbedding._compute_concentration_and_inv_freq`` at its ModelConfig (head 64, θ 1.5e5,
+    4,096 positions, s 32, α 1, β 32), transcribed: no rounding, no clamp (its ends lie inside the head there)."""
+    import math
+
+    d_half, base, length, s = 32, 150000.0, 4096, 32.0
+    low = d_half * math.log(length / (32.0 * 2 * math.pi)) / math.log(base)
+    high = d_half * math.log(length / (1.0 * 2 * math.pi)) / math.log(base)
+    assert 0 < low < high < d_half - 1
+    freq = base ** (torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+    mask = 1 - ((torch.arange(d_half, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    expected = 1.0 / (s * freq) * (1 - mask) + 1.0 / freq * mask
+    assert_close(yarn_frequencies(64, base, s, length, dtype=torch.float64), expected, rtol=1e-12, atol=0)
+    assert attention_factor(s) == 0.1 * math.log(s) + 1.0
+
+
+@pytest.mark.parametrize("n_layers", [2, 4, 6])
+def test_gpt_oss_layers_are_hfs_sliding_then_full_all_yarn_with_sinks(n_layers: int) -> None:
+    config = gpt_oss_config(HEAD_DIM, L, n_layers=n_layers)
+    pe = build_positional_encoding("gpt_oss", d_model=HEAD_DIM * HEADS, n_heads=HEADS, causal=True,
+                                   n_layers=n_layers)
+    spans = {"sliding_attention": "sliding", "full_attention": "full"}
+    assert [pe.layer(i).spec.span for i in range(n_layers)] == [spans[t] for t in config.layer_types]
+    assert {pe.layer(i).spec.scheme for i in range(n_layers)} == {"yarn"} and pe.switches == ("sink",)
+    assert {pe.layer(i).spec.window for i in range(0, n_layers, 2)} == {16}  # 128 in gpt-oss; 16 in every layout here
+
+
+def test_gpt_oss_yarn_layer_logits_match_hfs_rotary_at_8L() -> None:
+    """q·k after HF's ``GptOssRotaryEmbedding`` (cos and sin times its attention scaling) and ``apply_rotary_pos_emb``
+    (half-split), against the preset's layer with YaRN over L positions, in pelab's interleaved layout."""
+    from transformers.models.gpt_oss.modeling_gpt_oss import GptOssRotaryEmbedding, apply_rotary_pos_emb
+
+    config = gpt_oss_config(HEAD_DIM, L)
+    generator = torch.Generator().manual_seed(2)
+    q = torch.randn(1, HEADS, len(POSITIONS), HEAD_DIM, generator=generator, dtype=torch.float64)
+    k = torch.randn(1, HEADS, len(POSITIONS), HEAD_DIM, generator=generator, dtype=torch.float64)
+    cos, sin = GptOssRotaryEmbedding(config)(q, POSITIONS[None])  # (1, T, Dh/2) each
+    q_hf, k_hf = apply_rotary_pos_emb(q, k, cos.double(), sin.double())
+    pe = build_positional_encoding("gpt_oss", d_model=HEAD_DIM * HEADS, n_heads=HEADS, causal=True, n_layers=2,
+                                   options={"layer": {"original_length": L}, "nth_layer": {"original_length": L}})
+    index = half_split_to_interleaved(HEAD_DIM)
+    for layer in (0, 1):
+        q_ours, k_ours = pe.layer(layer).rotate(q[..., index], k[..., index], POSITIONS.double(), POSITIONS.double())
+        assert_close(q_ours @ k_ours.transpose(-2, -1), q_hf @ k_hf.transpose(-2, -1), rtol=1e-4, atol=1e-4)

@@ -24,7 +24,7 @@ ABSOLUTE_SCHEMES = ["sinusoidal", "learned", "rand_sinusoidal", "rand_learned"]
 BIAS_SCHEMES = ["alibi", "alibi_sym", "t5", "alibi_offset", "fire"]
 # layouts: relative where every layer type is (RoPE, NoPE; sliding windows are relative spans); Llama 4's chunks and
 # query temperature are drawn at absolute positions, as in its modelling code
-RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4"]
+RELATIVE_SCHEMES += ["smollm3", "command_a", "gemma3", "gemma4", "gpt_oss"]  # gpt-oss: YaRN's rotation, sinks
 RELATIVE_SCHEMES += ["rope_theta10", "rope_theta100", "rope_theta1k", "rope_theta1m"]  # RoPE at other bases
 RELATIVE_SCHEMES += ["hope"]  # RoPE with its slow pairs unrotated: a rotation by the offset still
 # RoPE with a switch: SSMax's n is every key of a bidirectional row, the sink and the gate read no position

@@ -6,8 +6,9 @@ stack shallower than the period keeps its last layer the nth (pelab's rule, so e
 the profiles' depths: a 1:3 pattern is 1:1 at 2 layers, 1:3 at 4; HF's configs would give such a stack none); a
 preset with ``last_global`` makes the last layer the nth at every depth, as HF's Gemma 4 config does.
 
-A layer type is data: ``rope`` (θ, partial rotation and its convention) or ``none``, the options of that scheme
-(``positional.<scheme>``'s keys), and its span, what each query may attend to:
+A layer type is data: ``rope`` (θ, partial rotation and its convention), ``yarn`` (RoPE on YaRN's frequencies, as
+gpt-oss trains it: ``positional/yarn.py``) or ``none``, the options of that scheme (``positional.<scheme>``'s keys),
+and its span, what each query may attend to:
 * ``full``: every key (causal: every earlier key);
 * ``sliding``: the ``window`` keys nearest it, itself included: key j for query i when i − window < j ≤ i (causal;
   HF's sliding-window mask ``kv_idx > q_idx − sliding_window``); bidirectional, |i − j| < window, pelab's choice (each
@@ -21,8 +22,9 @@ A layer type is data: ``rope`` (θ, partial rotation and its convention) or ``no
 The model asks every scheme for its layers' schemes (``PositionalEncoding.layer``) and biases (``layer_biases``): a
 layout answers with its ``LayerScheme`` per layer, whose bias carries the span's mask. Nothing in the model knows
 about layouts. Each preset is a spec in ``schemes.yaml`` (``command_a: {of: layout.Layout, period: 4, layer: …,
-nth_layer: …, about: …}``), its options' defaults the pattern. A layer's scheme is ``rope`` or ``none``, the two modules every run stage's code already names, so
-editing either re-runs exactly the stages that use it.
+nth_layer: …, about: …}``), its options' defaults the pattern; a preset's ``switches`` (gpt-oss's sinks) switch every
+layer. A layer's scheme is ``rope``, ``yarn`` or ``none``, modules this one imports, so a layout's runs depend on all
+three.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ from torch import nn
 from pelab.positional.base import PositionalEncoding, Usage, validated_options
 from pelab.positional.none import NoPositionalEncoding
 from pelab.positional.rope import RotaryPositionalEncoding
+from pelab.positional.yarn import YaRNRotary
 
-LAYER_SCHEMES: dict[str, type[PositionalEncoding]] = {"rope": RotaryPositionalEncoding, "none": NoPositionalEncoding}
+LAYER_SCHEMES: dict[str, type[PositionalEncoding]] = {"rope": RotaryPositionalEncoding, "yarn": YaRNRotary,
+                                                      "none": NoPositionalEncoding}
 
 SPANS = ("full", "sliding", "chunked")
 LAYER_KEYS = ("scheme", "span", "window", "attn_scale", "floor_scale")  # a layer type's own keys; the rest: options
