@@ -30,6 +30,8 @@ RELATIVE_SCHEMES += ["hope"]  # RoPE with its slow pairs unrotated: a rotation b
 # RoPE with a switch: SSMax's n is every key of a bidirectional row, the sink and the gate read no position
 RELATIVE_SCHEMES += ["rope_ssmax", "rope_sink", "rope_gate"]
 ABSOLUTE_SCHEMES += ["llama4"]
+# FoPE: a series of several frequencies is no rotation by the offset (σ > 0; tests/test_fope.py)
+ABSOLUTE_SCHEMES += ["fope"]
 # the schemes of 2022-25: kernel biases, polar positions, and FoX, CoPE and stick-breaking,
 # whose gates read no position at all
 RELATIVE_SCHEMES += ["kerple", "sandwich", "pope", "fox", "cope", "stick_breaking"]
