@@ -51,7 +51,7 @@ def test_the_decode_benchmark_runs_greedy_and_beam(tmp_path):
 
 def test_the_compute_floor_counts_matmul_flops_and_bounds_the_profile_below_the_measured_time(tmp_path):
     results = bench("compute_floor.py", tmp_path, "--smoke")
-    assert results["runs_per_study"] == 105  # pe=all: 21 schemes (the six layouts, six of 2022-25) x 5 seeds
+    assert results["runs_per_study"] == 110  # pe=all: 22 schemes (the seven layouts, six of 2022-25) x 5 seeds
     for study in ("copy", "translation"):
         s = results["studies"][study]
         assert s["matmul_gflop_per_step"] > 0 and s["ms_per_step"] > 0
@@ -98,9 +98,9 @@ def test_the_study_flops_count_every_study_of_the_full_profile(tmp_path):
     results = bench("study_flops.py", tmp_path, "--smoke")
     assert set(results["studies"]) == {"copy", "translation", "length", "lm"}
     length = results["studies"]["length"]
-    # the full profile's 20 length tasks (ten problems, two architectures), 28 schemes (the θ axis, the six layouts
+    # the full profile's 20 length tasks (ten problems, two architectures), 29 schemes (the θ axis, the seven layouts
     # and six of 2022-25), five seeds
-    assert length["runs"] == 20 * 28 * 5
+    assert length["runs"] == 20 * 29 * 5
     # a duplicate row (question, separator, two copies) is longer than a reverse row: more FLOPs per step
     assert length["gflop_per_step"]["duplicate"] > length["gflop_per_step"]["reverse"] > 0
     for study in results["studies"].values():

@@ -256,8 +256,8 @@ def test_cli_run_choices_are_one_line(tmp_path: Path, option: str, value: str, e
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["pe=rotary"], "error: bad override in ['pe=rotary']: In 'config': Could not find 'pe/rotary'; valid choices: "
-                    "alibi, alibi_offset, alibi_sym, all, command_a, cope, fire, fox, gemma3, gemma4, "
-                    "gpt_oss, kerple, learned, llama4, none, pope, references, rope, sandwich, sinusoidal, smollm3, stick_breaking, t5"),
+                    "alibi, alibi_offset, alibi_sym, all, command_a, cope, fire, fox, gemma3, gemma4, gpt_oss, kerple, "
+                    "learned, llama4, none, pope, references, rope, sandwich, sinusoidal, smollm3, stick_breaking, swan, t5"),
     (["copy.train.stepz=3"], "error: bad override in ['copy.train.stepz=3']: Could not override 'copy.train.stepz'."),
     (["++copy.positional.t5.buckets=8"], "error: unknown option(s) ['buckets'] in copy.positional.t5; valid options: "
                                          "max_distance, num_buckets"),

@@ -4,6 +4,8 @@ every layer type."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -36,6 +38,8 @@ def test_params_merge_over_the_preset_key_by_key() -> None:
     ({"layer": {"window": 0}}, r"^positional.command_a.layer.window=0: a sliding span needs a window of >= 1 token$"),
     ({"period": 0}, r"^positional.command_a.period must be an integer >= 1, got 0$"),
     ({"layer": "rope"}, r"^positional.command_a.layer must be a mapping"),
+    ({"nth_layer": {"log_base": 1.0}}, r"^positional.command_a.nth_layer.log_base must be 0 \(off\) or > 1 \(the base "
+                                       r"a of log_a\(a \+ p\)\), got 1.0$"),
 ])
 def test_bad_layout_options_fail_in_one_line_before_anything_is_built(options, message) -> None:
     with pytest.raises(ValueError, match=message) as error:
@@ -71,7 +75,7 @@ def test_a_sliding_window_bounds_what_the_last_position_reads() -> None:
 
 
 def test_incremental_decoding_equals_the_whole_row_under_every_span() -> None:
-    for scheme in ("command_a", "llama4", "gemma4"):
+    for scheme in ("command_a", "llama4", "gemma4", "swan"):
         lm = model(scheme, {"layer": {"window": 3}})
         tokens = torch.randint(0, 11, (2, 12), generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
@@ -130,3 +134,51 @@ def test_the_setup_sentence_describes_the_stack_at_the_tasks_depth() -> None:
                           "16 tokens against rows of 64 in training and 512 in evaluation (the pattern of Command A")
     one = describe_scheme("command_a", usage, d_model=32, n_heads=2, causal=True, n_layers=1)
     assert "layer 1: none, full (the pattern" in one and "local spans" not in one
+
+
+@pytest.mark.parametrize(("n_layers", "order"), [(1, [1]), (2, [1, 0]), (4, [1, 0, 0, 0]), (8, [1, 0, 0, 0] * 2)])
+def test_swan_starts_every_four_layers_with_a_global_nope_layer(n_layers, order) -> None:
+    """SWAN's "global_start" (arXiv 2504.08719, Appendix A): NoPE with full attention, then three RoPE layers
+    (θ = 10⁶, Table 6) in a sliding window; at one layer the global layer alone."""
+    pe = build_positional_encoding("swan", d_model=32, n_heads=2, causal=True, n_layers=n_layers)
+    assert pe.order == order
+    nth, local = pe.types[1].spec, pe.types[0].spec
+    assert (nth.scheme, nth.span, nth.log_base) == ("none", "full", 64.0)
+    assert (local.scheme, local.span, local.window, local.log_base) == ("rope", "sliding", 16, 0.0)
+    assert pe.types[0].inner.base == 1e6
+
+
+def test_swans_scale_is_log_a_of_a_plus_p_in_evaluation_and_off_in_training() -> None:
+    """Queries of the NoPE layer ×ln(a + p)/ln a (§2.2, Appendix D), computed here in float64: 1 at p = 0, above 1
+    after; the keys and the RoPE layers untouched; in training the layer is plain NoPE."""
+    a, length = 64.0, 300
+    pe = build_positional_encoding("swan", d_model=32, n_heads=2, causal=True, n_layers=2,
+                                   options={"nth_layer": {"log_base": a}})
+    positions = torch.arange(length)
+    q, k = torch.randn(2, 2, length, 16, dtype=torch.float64), torch.randn(2, 2, length, 16, dtype=torch.float64)
+    scale = torch.tensor([math.log(a + p) / math.log(a) for p in range(length)], dtype=torch.float64)
+    pe.eval()
+    q_eval, k_eval = pe.layer(0).rotate(q, k, positions, positions)
+    assert_close(q_eval, q * scale[:, None], rtol=1e-6, atol=0)
+    assert torch.equal(k_eval, k) and torch.equal(q_eval[:, :, 0], q[:, :, 0])
+    assert scale[1:].min() > 1 and scale[length - 1] == pytest.approx(math.log(a + 299) / math.log(a))
+    pe.train()
+    q_train, k_train = pe.layer(0).rotate(q, k, positions, positions)
+    assert torch.equal(q_train, q) and torch.equal(k_train, k)
+    local = build_positional_encoding("rope", d_model=32, n_heads=2, causal=True, options={"base": 1e6})
+    for mode in (pe.eval, pe.train):
+        mode()
+        assert_close(pe.layer(1).rotate(q, k, positions, positions), local.rotate(q, k, positions, positions))
+
+
+def test_swan_trains_as_its_unscaled_control_and_evaluates_apart_from_it() -> None:
+    """The whole LM: in training mode SWAN equals its "no scale" control (log_base 0); in evaluation the scale
+    changes its logits, by more at the end of a row than at its start."""
+    scaled, control = model("swan"), model("swan", {"nth_layer": {"log_base": 0.0}})
+    control.load_state_dict(scaled.state_dict())
+    tokens = torch.randint(0, 11, (2, 40), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        evaluated = (scaled(tokens)[0] - control(tokens)[0]).abs()
+        scaled.train(), control.train()
+        assert torch.equal(scaled(tokens)[0], control(tokens)[0])
+    assert evaluated[:, 0].max() < 1e-6 and evaluated[:, -1].max() > 1e-3

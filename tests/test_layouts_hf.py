@@ -205,7 +205,8 @@ def test_span_masks_are_hfs_sliding_and_chunked_masks() -> None:
 
 def test_every_preset_is_a_spec_of_the_one_layout_class_naming_its_source() -> None:
     layouts = {name: spec for name, spec in SCHEMES.items() if is_layout(name)}
-    assert list(layouts) == ["smollm3", "command_a", "llama4", "gemma3", "gemma4", "gpt_oss"]
+    assert list(layouts) == ["smollm3", "command_a", "llama4", "gemma3", "gemma4", "gpt_oss",
+                            "swan"]
     for name, spec in layouts.items():
         assert spec.about and spec.cls is Layout and {"period", "layer", "nth_layer"} <= set(spec.defaults)
 

@@ -30,6 +30,8 @@ RELATIVE_SCHEMES += ["hope"]  # RoPE with its slow pairs unrotated: a rotation b
 # RoPE with a switch: SSMax's n is every key of a bidirectional row, the sink and the gate read no position
 RELATIVE_SCHEMES += ["rope_ssmax", "rope_sink", "rope_gate"]
 ABSOLUTE_SCHEMES += ["llama4"]
+# SWAN: relative in training (NoPE, sliding RoPE); evaluated, its NoPE layers scale queries by log_a(a + p) at p
+EVALUATION_SCALED = ["swan"]
 # FoPE: a series of several frequencies is no rotation by the offset (σ > 0; tests/test_fope.py)
 ABSOLUTE_SCHEMES += ["fope"]
 # the schemes of 2022-25: kernel biases, polar positions, and FoX, CoPE and stick-breaking,
@@ -44,7 +46,7 @@ MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, dropout=0.0)
 
 def test_scheme_groups_cover_the_registry() -> None:
     """A new scheme must be sorted into relative/absolute here so the invariance tests cover it."""
-    assert sorted(RELATIVE_SCHEMES + ABSOLUTE_SCHEMES + ["none"]) == sorted(SCHEMES)
+    assert sorted(RELATIVE_SCHEMES + ABSOLUTE_SCHEMES + EVALUATION_SCALED + ["none"]) == sorted(SCHEMES)
 
 
 def make_model(scheme: str, seed: int = 0) -> CopyTransformer:
@@ -254,6 +256,19 @@ def test_absolute_schemes_change_under_position_shift(scheme: str) -> None:
         base, _ = model(x)
         shifted, _ = model(x, positions=torch.arange(TRAIN_LENGTH) + 37)
     assert (shifted - base).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("scheme", EVALUATION_SCALED, ids=EVALUATION_SCALED)
+def test_evaluation_scaled_schemes_are_relative_in_training_and_not_in_evaluation(scheme: str) -> None:
+    model = make_model(scheme)
+    x, positions = tokens(3, TRAIN_LENGTH), torch.arange(TRAIN_LENGTH)
+    with torch.no_grad():
+        evaluated = (model(x, positions=positions)[0] - model(x, positions=positions + 37)[0]).abs().max()
+        model.train()  # dropout 0: only the scale differs between the modes
+        base, _ = model(x, positions=positions)
+        shifted, _ = model(x, positions=positions + 37)
+    assert_close(shifted, base, rtol=1e-4, atol=1e-4)
+    assert evaluated > 1e-3
 
 
 @pytest.mark.parametrize("length", [TRAIN_LENGTH, 2 * TRAIN_LENGTH], ids=["train_length", "twice"])

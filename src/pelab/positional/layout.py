@@ -4,7 +4,9 @@ A layout has two layer types: ``layer``, and ``nth_layer`` on every ``period``-t
 the nth where (i + 1) % period == 0: HF's ``no_rope_layer_interval`` and ``sliding_window_pattern`` count so). A
 stack shallower than the period keeps its last layer the nth (pelab's rule, so every layout has its odd layer at
 the profiles' depths: a 1:3 pattern is 1:1 at 2 layers, 1:3 at 4; HF's configs would give such a stack none); a
-preset with ``last_global`` makes the last layer the nth at every depth, as HF's Gemma 4 config does.
+preset with ``last_global`` makes the last layer the nth at every depth, as HF's Gemma 4 config does, and one with
+``nth_first`` puts the nth first in each period, i % period == 0 (SWAN's "global_start": a global layer, then three
+local ones; Puvvada et al. 2025, https://arxiv.org/abs/2504.08719, §2 and Appendix A).
 
 A layer type is data: ``rope`` (θ, partial rotation and its convention), ``yarn`` (RoPE on YaRN's frequencies, as
 gpt-oss trains it: ``positional/yarn.py``) or ``none``, the options of that scheme (``positional.<scheme>``'s keys),
@@ -17,7 +19,11 @@ and its span, what each query may attend to:
 * ``chunked``: keys in its own chunk of ``window`` positions, j // window == i // window (HF's
   ``attention_chunk_size``, Llama 4), and causal where the stack is.
 ``attn_scale`` > 0 multiplies the layer's queries at position p by 1 + attn_scale·ln(1 + floor((p + 1)/floor_scale))
-(Llama 4's NoPE layers, HF ``Llama4TextAttention``, ``attn_temperature_tuning``).
+(Llama 4's NoPE layers, HF ``Llama4TextAttention``, ``attn_temperature_tuning``), in training and evaluation as HF does.
+``log_base`` = a > 1 multiplies them at evaluation only (the module in eval mode; training is unscaled) by
+log_a(a + p) = ln(a + p)/ln a, which is 1 at p = 0 and never below it (SWAN's dynamic attention scaling of its NoPE
+layers, §2.2 and Appendix D; the paper fits a per model and does not publish it: its preset sets a = L, the training
+length, so the scale is 1 + ln 2/ln L at L).
 
 The model asks every scheme for its layers' schemes (``PositionalEncoding.layer``) and biases (``layer_biases``): a
 layout answers with its ``LayerScheme`` per layer, whose bias carries the span's mask. Nothing in the model knows
@@ -29,6 +35,7 @@ three.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,7 +51,7 @@ LAYER_SCHEMES: dict[str, type[PositionalEncoding]] = {"rope": RotaryPositionalEn
                                                       "none": NoPositionalEncoding}
 
 SPANS = ("full", "sliding", "chunked")
-LAYER_KEYS = ("scheme", "span", "window", "attn_scale", "floor_scale")  # a layer type's own keys; the rest: options
+LAYER_KEYS = ("scheme", "span", "window", "attn_scale", "floor_scale", "log_base")  # a layer type's own; rest: options
 
 
 @dataclass(frozen=True)
@@ -57,10 +64,11 @@ class LayerSpec:
     window: int = 0  # tokens of the sliding window or of a chunk; 0 for full
     attn_scale: float = 0.0  # Llama 4's query temperature; 0: off
     floor_scale: float = 8192.0  # its step in tokens (HF's default)
+    log_base: float = 0.0  # SWAN's inference-time log_a(a + p) query scale; 0: off
 
     @classmethod
     def parse(cls, raw: dict[str, Any], where: str) -> LayerSpec:
-        """From params' mapping {scheme, span, window, attn_scale, floor_scale, **the scheme's options}, with
+        """From params' mapping {scheme, span, window, attn_scale, floor_scale, log_base, **the scheme's options}, with
         one-line errors naming ``where``."""
         raw = dict(raw)
         own = {key: raw.pop(key) for key in LAYER_KEYS if key in raw}
@@ -77,6 +85,9 @@ class LayerSpec:
         if spec.attn_scale < 0 or not spec.floor_scale > 0:
             raise ValueError(f"{where}: attn_scale must be >= 0 and floor_scale > 0, got {spec.attn_scale}, "
                              f"{spec.floor_scale}")
+        if spec.log_base != 0 and not spec.log_base > 1:
+            raise ValueError(f"{where}.log_base must be 0 (off) or > 1 (the base a of log_a(a + p)), got "
+                             f"{spec.log_base}")
         return spec
 
     def text(self) -> str:
@@ -84,13 +95,15 @@ class LayerSpec:
         span = "full" if self.span == "full" else f"{self.span} {self.window}"
         temperature = f", query temperature {self.attn_scale:g}·ln(1+⌊(p+1)/{self.floor_scale:g}⌋)" \
             if self.attn_scale else ""
+        if self.log_base:
+            temperature += f", queries ×log_{self.log_base:g}({self.log_base:g}+p) in evaluation"
         return f"{self.scheme}{f' ({options})' if options else ''}, {span}{temperature}"
 
 
-def nth_layers(period: int, n_layers: int, last_global: bool = False) -> list[bool]:
-    """Which layers are the nth (module docstring): (i + 1) % period == 0, and the last if none is (or always,
-    ``last_global``)."""
-    nth = [(i + 1) % period == 0 for i in range(n_layers)]
+def nth_layers(period: int, n_layers: int, last_global: bool = False, nth_first: bool = False) -> list[bool]:
+    """Which layers are the nth (module docstring): (i + 1) % period == 0 (``nth_first``: i % period == 0), and the
+    last if none is (or always, ``last_global``)."""
+    nth = [(i + (0 if nth_first else 1)) % period == 0 for i in range(n_layers)]
     if last_global or not any(nth):
         nth[-1] = True
     return nth
@@ -113,9 +126,15 @@ def llama4_query_scale(positions: torch.Tensor, attn_scale: float, floor_scale: 
     return torch.log1p(torch.floor((positions.float() + 1.0) / floor_scale)) * attn_scale + 1.0
 
 
+def swan_query_scale(positions: torch.Tensor, base: float) -> torch.Tensor:
+    """(T,) log_a(a + p) = ln(a + p)/ln a, a = ``base`` (Puvvada et al. 2025, https://arxiv.org/abs/2504.08719,
+    §2.2 and Appendix D: "log_a(a + n)", n the token's position)."""
+    return (torch.log(positions.double() + base) / math.log(base)).float()
+
+
 class LayerScheme(PositionalEncoding):
     """One layer type: its scheme's rotation and bias, the span's mask added to the bias, and Llama 4's query
-    temperature after the rotation."""
+    temperature or SWAN's evaluation-time scale after the rotation."""
 
     def __init__(self, spec: LayerSpec, *, d_model: int, n_heads: int, causal: bool) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal)
@@ -130,6 +149,8 @@ class LayerScheme(PositionalEncoding):
         if self.spec.attn_scale:
             scale = llama4_query_scale(q_pos, self.spec.attn_scale, self.spec.floor_scale)  # (Tq,)
             q = q * scale[:, None].to(q.dtype)  # (B, H, Tq, Dh)
+        if self.spec.log_base and not self.training:
+            q = q * swan_query_scale(q_pos, self.spec.log_base)[:, None].to(q.dtype)  # (B, H, Tq, Dh)
         return q, k
 
     def bias(self, q_pos, k_pos):
@@ -155,6 +176,7 @@ class LayoutOptions:
     layer: dict[str, Any] = field(default_factory=dict)
     nth_layer: dict[str, Any] = field(default_factory=dict)
     last_global: bool = False  # HF's Gemma 4
+    nth_first: bool = False  # SWAN's global_start: the nth layer first in each period
 
     def check(self, where: str) -> None:
         Layout.specs(self.period, self.layer, self.nth_layer, where)  # one-line errors at params' parse
@@ -169,12 +191,12 @@ class Layout(PositionalEncoding):
 
     def __init__(self, *, d_model: int, n_heads: int, causal: bool = False, n_layers: int = 1, period: int = 1,
                  layer: dict[str, Any] | None = None, nth_layer: dict[str, Any] | None = None,
-                 last_global: bool = False) -> None:
+                 last_global: bool = False, nth_first: bool = False) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers)
         period, specs = self.specs(period, layer, nth_layer)
         self.period = period
         self.types = nn.ModuleList(LayerScheme(spec, d_model=d_model, n_heads=n_heads, causal=causal) for spec in specs)
-        self.order = [int(nth) for nth in nth_layers(period, n_layers, last_global)]  # 0: layer, 1: nth_layer
+        self.order = [int(nth) for nth in nth_layers(period, n_layers, last_global, nth_first)]  # 0: layer, 1: nth
         self.graph_safe = all(t.graph_safe for t in self.types)
 
     @staticmethod
