@@ -31,7 +31,7 @@ def test_params_yaml_is_a_composition_of_conf(repo_root):
 # RoPE's specs (its θ axis, HoPE, RoPE with each switch against dilution), which the length and LM studies run
 # (positional/schemes.yaml; every task's models take them: `pe=[rope,rope_ssmax]`)
 LENGTH_ONLY = ["rand_sinusoidal", "rand_learned", "rand_rope", "xpos", "rope_theta10", "rope_theta100", "rope_theta1k",
-               "rope_theta1m", "hope", "fope", "rope_ssmax", "rope_sink", "rope_gate"]
+               "rope_theta1m", "hope", "fope", "rope_ssmax", "rope_sink", "rope_gate", "mamba"]
 
 
 def main_schemes() -> list[str]:
@@ -45,7 +45,8 @@ def test_pe_all_lists_every_scheme_every_task_can_use_in_registry_order(repo_roo
     full = compose_params(repo_root / "conf", ["profile=full"])
     # the full length study runs every scheme that its encoder and decoder tasks can both use, the LM study every
     # scheme that runs causally (all but the two bidirectional forms of ALiBi, which equal `alibi` there)
-    switched = ("hope", "fope", "rope_ssmax", "rope_sink", "rope_gate")  # in the LM only (the suite's time)
+    # in the LM only: the suite's time, and Mamba, the attention-free reference, is causal only
+    switched = ("hope", "fope", "rope_ssmax", "rope_sink", "rope_gate", "mamba")
     assert full["length_schemes"] == [s for s in scheme_names() if s != "xpos" and s not in switched]
     # and QK-norm as a switch on NoPE and RoPE (its claims: src/pelab/report/claims.yaml)
     assert full["lm_schemes"] == [s for s in scheme_names() if s not in ("alibi_sym", "alibi_offset")] + [

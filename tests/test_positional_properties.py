@@ -16,7 +16,8 @@ from pelab.positional.functional import rope_angles, rope_rotate, sinusoidal_tab
 from pelab.tasks.copy.config import ModelConfig
 from pelab.tasks.copy.model import CopyTransformer, build_copy_model
 
-SCHEMES = [s for s in scheme_names() if s != "xpos"]  # xpos: causal attention only (tests/test_length.py)
+# xpos: causal attention only (tests/test_length.py); mamba: no attention, causal only (tests/test_ssm.py)
+SCHEMES = [s for s in scheme_names() if s not in ("xpos", "mamba")]
 # fire: relative, and shift-invariant too (its normaliser reads extents relative to the keys; pelab.positional.fire).
 # The randomized schemes are their wrapped scheme at the positions a model gives them (the copy model: 0..T-1).
 RELATIVE_SCHEMES = ["rope", "alibi", "alibi_sym", "t5", "alibi_offset", "fire", "rand_rope"]

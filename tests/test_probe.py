@@ -92,7 +92,8 @@ def test_rotary_schemes_report_every_band_with_the_period_of_its_frequency(schem
     assert not any(r["metric"].startswith("rope_band") for r in rows if r["length"] == 16)  # first length only
 
 
-@pytest.mark.parametrize("scheme", sorted(set(scheme_names())))
+# mamba has no attention to read: tests/test_ssm.py checks the probe leaves it the trained length alone
+@pytest.mark.parametrize("scheme", sorted(set(scheme_names()) - {"mamba"}))
 def test_every_scheme_gives_finite_diagnostics_in_and_beyond(scheme):
     model = model_for(scheme, causal=True)
     rows = probe_rows(model, Probe(6, [torch.randint(0, 5, (2, 6)), torch.randint(0, 5, (2, 24))]),

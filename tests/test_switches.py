@@ -179,7 +179,8 @@ def test_all_three_together_are_each_in_turn():
 
 
 @pytest.mark.parametrize("switch", list(SWITCHES))
-@pytest.mark.parametrize("scheme", [s for s in scheme_names() if not SCHEMES[s].switches])
+# mamba has no attention to switch: tests/test_ssm.py checks the one-line refusal
+@pytest.mark.parametrize("scheme", [s for s in scheme_names() if not SCHEMES[s].switches and s != "mamba"])
 def test_every_switch_composes_with_every_scheme(scheme, switch):
     """Causal: the whole row equals incremental decoding (the cache path every evaluation of the LM takes); both
     forms run, finite; every weight but the switch's is the unswitched model's."""

@@ -34,7 +34,8 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """x + SelfAttn(LN(x)), then x + FFN(LN(x))."""
+    """x + SelfAttn(LN(x)), then x + FFN(LN(x)); where the layer's scheme has a ``mixer`` (an attention-free layer:
+    ``positional.ssm``), x + Mixer(LN(x)) in place of the attention, which ``Encoder`` then drops."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float) -> None:
         super().__init__()
@@ -46,7 +47,11 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x, *, pe, positions, attn_bias, need_weights=False):
         h = self.attn_norm(x)
-        h, weights = self.attn(h, h, pe=pe, q_pos=positions, k_pos=positions, attn_bias=attn_bias, need_weights=need_weights)
+        if self.attn is None:  # the mixer reads no position, no mask: causal by its recurrence
+            h, weights = pe.mixer()(h), None
+        else:
+            h, weights = self.attn(h, h, pe=pe, q_pos=positions, k_pos=positions, attn_bias=attn_bias,
+                                   need_weights=need_weights)
         x = x + self.drop(h)
         x = x + self.drop(self.ff(self.ff_norm(x)))
         return x, {"self": weights}
@@ -54,7 +59,16 @@ class EncoderLayer(nn.Module):
     def extend(self, x, cache, *, pe, q_pos, attn_bias, k_pos=None):
         """Incremental: x (B, n, D) are new tokens at q_pos (n,) after the tokens whose keys/values ``cache``
         holds (``MultiHeadAttention.extend``); attn_bias (1, H|1, n, t + n) or None; k_pos (t + n,) every key's
-        position. Returns (B, n, D)."""
+        position. Returns (B, n, D). A mixer keeps its state in ``cache`` (its ``run`` on the first call, ``step``
+        after)."""
+        if self.attn is None:
+            mixer, h = pe.mixer(), self.attn_norm(x)
+            if cache:
+                h = mixer.step(h, cache)
+            else:
+                h, state = mixer.run(h)
+                cache.update(state)
+            return self.ff_block(x + self.drop(h))
         x = x + self.drop(self.attn.extend(self.attn_norm(x), cache, pe=pe, q_pos=q_pos, attn_bias=attn_bias,
                                            k_pos=k_pos))
         return x + self.drop(self.ff(self.ff_norm(x)))
@@ -62,8 +76,13 @@ class EncoderLayer(nn.Module):
     def last(self, x, *, pe, positions, attn_bias):
         """A causal stack's last layer read for its last position only (``Encoder.last``): x (B, T, D) every token,
         attn_bias (B|1, H|1, 1, T) or None the last query's row. Returns (B, 1, D), ``forward``'s last row."""
-        h = self.attn.last_query(self.attn_norm(x), pe=pe, positions=positions, attn_bias=attn_bias)
-        x = x[:, -1:] + self.drop(h)
+        if self.attn is None:  # a recurrence reads every token for its last one
+            h = pe.mixer()(self.attn_norm(x))[:, -1:]
+        else:
+            h = self.attn.last_query(self.attn_norm(x), pe=pe, positions=positions, attn_bias=attn_bias)
+        return self.ff_block(x[:, -1:] + self.drop(h))
+
+    def ff_block(self, x):
         return x + self.drop(self.ff(self.ff_norm(x)))
 
 
@@ -121,6 +140,9 @@ class Encoder(nn.Module):
         check_depth(pe, n_layers)
         self.pe = pe
         self.layers = nn.ModuleList(EncoderLayer(pe.d_model, pe.n_heads, d_ff, dropout) for _ in range(n_layers))
+        for i, layer in enumerate(self.layers):  # drawn, then dropped: the weights after it are every scheme's
+            if pe.layer(i).mixer() is not None:
+                layer.attn = None
         self.norm = nn.LayerNorm(pe.d_model)
         self.drop = nn.Dropout(dropout)
 

@@ -10,7 +10,8 @@ Every scheme plugs into one (or more) of four places (the first three are lucidr
 
 and two more: ``attention_weights`` turns the masked logits into weights in place of the softmax (stick-breaking
 attention), and ``logits`` computes the content logits in place of q·kᵀ/√Dh (RoPE with its relative positions
-remapped at evaluation: ReRoPE, Self-Extend). The model calls all of them every time.
+remapped at evaluation: ReRoPE, Self-Extend). The model calls all of them every time. ``mixer`` replaces the attention
+itself (a selective SSM, the attention-free reference).
 "No positional encoding" is this base class unchanged: a null object, never an ``if`` in model code.
 """
 
@@ -135,6 +136,13 @@ class PositionalEncoding(nn.Module):
         the Tk keys (self-attention). Returns the attention weights (B, H, Tq, Tk). This default, the softmax, is
         never called: a scheme that keeps it attends on the fused kernel (``model.attention.own_weights``)."""
         return scores.softmax(dim=-1)
+
+    # The token mixer in place of attention ------------------------------------------------------
+    def mixer(self) -> nn.Module | None:
+        """A module (B, T, D) -> (B, T, D) that a layer runs in place of self-attention, with ``run(x)`` -> (y,
+        state) and ``step(x, state)`` for incremental decoding (the attention-free reference, ``positional.ssm``);
+        None (this default): the layer attends, and every slot above applies."""
+        return None
 
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
         """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""

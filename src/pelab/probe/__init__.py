@@ -55,9 +55,10 @@ def probe_rows(model: SequenceTransformer, probe: Probe, device: torch.device) -
             for hook in hooks:
                 hook.remove()
         per_layer = [{**attention_diagnostics(layer["self"].float(), model.causal),
-                      **binned(layer["self"].float(), model.causal, probe.trained_length)} for layer in attentions]
+                      **binned(layer["self"].float(), model.causal, probe.trained_length)}
+                     for layer in attentions if layer["self"] is not None]  # an attention-free layer has none
         length = tokens.shape[1]
-        for metric in per_layer[0]:
+        for metric in per_layer[0] if per_layer else ():
             rows.append({"split": "probe", "length": length, "metric": metric,
                          "value": sum(d[metric] for d in per_layer) / len(per_layer)})
         if captured:

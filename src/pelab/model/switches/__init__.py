@@ -86,7 +86,10 @@ def install(model: nn.Module, names: tuple[str, ...], seed: int) -> None:
         return
     from pelab.seeding import seeded
 
+    attentions = [module for module in model.modules() if getattr(module, "self_attention", False)]
+    if not attentions:
+        raise ValueError(f"switches {'+'.join(names)} act on attention, and this model has none (an attention-free "
+                         "scheme: mamba)")
     with seeded(seed + 2_000_003):
-        for module in model.modules():
-            if getattr(module, "self_attention", False):
-                module.switches = Switches(module.n_heads * module.head_dim, module.n_heads, names)
+        for module in attentions:
+            module.switches = Switches(module.n_heads * module.head_dim, module.n_heads, names)
