@@ -128,3 +128,10 @@ def test_the_attention_probe_reads_nothing_of_it() -> None:
     rows = probe_rows(lm("mamba"), Probe(6, [torch.randint(0, 23, (2, 6)), torch.randint(0, 23, (2, 24))]),
                       torch.device("cpu"))
     assert rows == [{"split": "probe", "length": "all", "metric": "trained_length", "value": 6.0}]
+
+
+def test_hiding_tokens_from_attention_is_refused_in_one_line() -> None:
+    tokens = torch.randint(0, 23, (2, 8))
+    with pytest.raises(ValueError, match=r"^an attention-free layer \(mamba\) cannot hide tokens") as error:
+        lm("mamba")(tokens, hidden=torch.zeros(2, 8, dtype=torch.bool))
+    assert "\n" not in str(error.value)

@@ -157,6 +157,9 @@ class Encoder(nn.Module):
 
     def forward(self, x, positions, key_padding_mask=None, need_weights=False):
         """x: (B, T, D) token embeddings; positions: (T,). Returns (B, T, D) and per-layer attention."""
+        if key_padding_mask is not None and any(layer.attn is None for layer in self.layers):
+            raise ValueError("an attention-free layer (mamba) cannot hide tokens from attention: its recurrence reads "
+                             "every token (the masked-distractor form of recall is attention's)")
         x = self.drop(self.pe.embed(x, positions))
         biases = layer_biases(
             self.pe, positions, positions, len(self.layers), q_len=x.shape[1], k_len=x.shape[1],
