@@ -249,7 +249,8 @@ def test_greedy_generation_equals_the_teacher_forced_pass_over_its_own_output(sc
     assert torch.equal(again, answer)
 
 
-@pytest.mark.parametrize("scheme", sorted(scheme_names()))
+# mamba caches a state, not keys: tests/test_ssm.py checks its incremental decoding
+@pytest.mark.parametrize("scheme", sorted(set(scheme_names()) - {"mamba"}))
 def test_cached_generation_gives_the_full_forward_logits_for_every_scheme(scheme):
     """``generate`` runs the prompt in one pass, then one token per step from cached keys and values. Its logits
     must equal a full forward over the same prefix at every step: at the model's own positions (a randomized
@@ -1142,7 +1143,7 @@ def test_recall_hides_exactly_the_filler_slots_and_nothing_of_a_plain_row(causal
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("scheme", sorted(scheme_names()))
+@pytest.mark.parametrize("scheme", sorted(set(scheme_names()) - {"mamba"}))  # mamba refuses: tests/test_ssm.py
 def test_a_hidden_token_changes_nothing_the_other_tokens_compute_in_any_scheme(scheme, causal):
     """Recall's masked-distractor axis: the filler hidden from attention in every layer, every token at its own
     position. Whatever tokens the filler holds, the logits at every other token are the same (to float32 rounding), in

@@ -1,4 +1,4 @@
-"""The selective SSM (model/ssm.py) against PyPI mambapy's MambaBlock, an independent port of the official Mamba
+"""The selective SSM (positional/ssm.py) against PyPI mambapy's MambaBlock, an independent port of the official Mamba
 (state-spaces/mamba mamba_simple.py), with the weights copied; and the ``mamba`` scheme (positional/ssm.py) in the
 LM: the shared weights every scheme's, causal, no position read, incremental decoding the whole row, about
 attention's parameters."""
@@ -10,8 +10,8 @@ import torch
 from torch.testing import assert_close
 
 from pelab.model.config import ModelConfig
-from pelab.model.ssm import SelectiveSSM
 from pelab.positional import build_positional_encoding, scheme_options
+from pelab.positional.ssm import SelectiveSSM
 from pelab.tasks.lm.model import build_lm
 
 mambapy = pytest.importorskip("mambapy.mamba")
@@ -135,3 +135,14 @@ def test_hiding_tokens_from_attention_is_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match=r"^an attention-free layer \(mamba\) cannot hide tokens") as error:
         lm("mamba")(tokens, hidden=torch.zeros(2, 8, dtype=torch.bool))
     assert "\n" not in str(error.value)
+
+
+def test_the_encoder_decoder_refuses_it_and_evaluation_reads_it_without_the_temperature() -> None:
+    from pelab.model.blocks import Decoder
+    from pelab.positional.base import PositionalEncoding
+
+    pe = build_positional_encoding("mamba", d_model=32, n_heads=2, causal=True, n_layers=2)
+    assert not pe.attends and build_positional_encoding("rope", d_model=32, n_heads=2, causal=True).attends
+    with pytest.raises(ValueError, match=r"^scheme 'mamba' replaces self-attention, which the encoder-decoder does "
+                                         r"not take"):
+        Decoder(pe, PositionalEncoding(d_model=32, n_heads=2), n_layers=2, d_ff=64, dropout=0.0)

@@ -26,7 +26,8 @@ def test_the_scale_is_one_within_the_trained_rows_and_log_length_beyond():
 
 
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("scheme", sorted(scheme_names()))
+# mamba has no attention to temper, and evaluation reads it without the temperature (tests/test_ssm.py)
+@pytest.mark.parametrize("scheme", sorted(set(scheme_names()) - {"mamba"}))
 def test_tempered_attention_is_the_trained_softmax_at_the_power_s_and_one_changes_nothing(scheme, causal):
     """softmax(s·z) = softmax(z)^s / Σ softmax(z)^s: the first layer's weights of the tempered model (whose input is
     the same) are the trained model's raised to s and renormalised, content and bias alike; s = 1 is the model."""

@@ -218,6 +218,9 @@ class Decoder(nn.Module):
         super().__init__()
         if not pe.causal:
             raise ValueError("the decoder's positional scheme must be built with causal=True")
+        if not pe.attends:
+            raise ValueError(f"scheme {pe.name or type(pe).__name__!r} replaces self-attention, which the "
+                             "encoder-decoder does not take: use it in the sequence model (the LM)")
         check_depth(pe, n_layers)
         check_depth(cross_pe, n_layers)
         self.pe = pe

@@ -78,6 +78,8 @@ class PositionalEncoding(nn.Module):
     variants: str = ""
     # True: built for one depth (a layout: its layers differ), so a stack of another depth refuses it
     depth_specific: bool = False
+    # False: its layers replace attention (``mixer``), so evaluation reads it without the attention temperature
+    attends: bool = True
     # what the registry builds it as (``registry.build_positional_encoding`` sets them): its registered name, the
     # switches against attention dilution its models' self-attention layers carry (``positional.switched``,
     # ``model.switches``: "ssmax", "sink", "gate"; none by default) and its spec's line

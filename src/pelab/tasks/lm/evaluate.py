@@ -251,7 +251,8 @@ def evaluate(cfg: TaskConfig, model: SequenceTransformer, data: LMData, device: 
     rows.append({"split": "task", "length": "all", "metric": "documents_cut", "value": float(len(cut))})
     threshold = cfg.eval.effective_threshold
     out = rows + summaries(rows, context, threshold=threshold)
-    menu = (*evaluation_variants(model.pe), TEMPERATURE)  # the scheme's own (RoPE's extensions); the temperature
+    # the scheme's own (RoPE's extensions); the temperature, where the model attends
+    menu = (*evaluation_variants(model.pe), *((TEMPERATURE,) if model.pe.attends else ()))
     for variant in menu:
         scored: list[dict[str, Any]] = []
         for length in [t for t in lengths if t > context or not variant.identity_within]:
