@@ -257,6 +257,55 @@ def parallel(overrides: tuple[str, ...], workers: int, timeout_min: float) -> No
 
 
 @main.command()
+@click.argument("overrides", nargs=-1)
+@click.option("-n", "--shards", type=click.IntRange(min=1), default=2, show_default=True,
+              help="shards of the study, one array task each")
+@click.option("--folder", type=click.Path(file_okay=False), default="cluster", show_default=True,
+              help="where the shards' workspaces and the scheduler's logs go (on a filesystem every node sees)")
+@click.option("--executor", type=click.Choice(["slurm", "local"]), default="slurm", show_default=True,
+              help="slurm: one job array (sbatch through submitit); local: submitit's local processes")
+@click.option("--partition", default=None, help="the Slurm partition")
+@click.option("--gpus-per-shard", type=click.IntRange(min=0), default=0, show_default=True,
+              help="GPUs the scheduler gives each shard (CUDA_VISIBLE_DEVICES: no -S device=cuda:i)")
+@click.option("--cpus-per-shard", type=click.IntRange(min=1), default=None, help="CPUs per shard")
+@click.option("--timeout-min", type=click.IntRange(min=1), default=24 * 60, show_default=True,
+              help="each shard's time limit in the scheduler")
+def submit(overrides: tuple[str, ...], shards: int, folder: str, executor: str, partition: str | None,
+           gpus_per_shard: int, cpus_per_shard: int | None, timeout_min: int) -> None:
+    """Submit the study of OVERRIDES (e.g. `profile=full`) as one job array of SHARDS (`pelab parallel`'s dealing,
+    each shard a clone of HEAD sharing this workspace's DVC cache), wait for every shard, then `dvc repro` the whole
+    study here, which restores what the shards finished. Prints each shard's state and what the final run ran."""
+    from pelab.cluster import submit as submit_study
+
+    result = submit_study(list(overrides), shards, folder, cluster=executor, timeout_min=timeout_min,
+                          slurm={"slurm_partition": partition} if partition else None,
+                          gpus_per_shard=gpus_per_shard, cpus_per_shard=cpus_per_shard, echo=click.echo)
+    for index, state in result.states.items():
+        click.echo(f"shard {index}: {state}")
+    click.echo(f"the final run executed {len(result.final_ran)} stage(s): {', '.join(result.final_ran) or 'none'}")
+    if any(state != "done" for state in result.states.values()):
+        click.echo("a failed shard's stages ran in the final run; `pelab submit` again trains only what none "
+                   "finished")
+
+
+@main.command()
+@click.argument("overrides", nargs=-1)
+@click.option("-n", "--shards", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="cluster/skypilot", show_default=True)
+@click.option("--accelerators", default=None, help="SkyPilot's accelerators per shard, e.g. H100:1")
+@click.option("--cloud", default=None, help="SkyPilot's cloud (aws, gcp, kubernetes, slurm...); none: any")
+def skypilot(overrides: tuple[str, ...], shards: int, out_dir: str, accelerators: str | None,
+             cloud: str | None) -> None:
+    """Write the study of OVERRIDES as SkyPilot tasks, one per shard (`pelab submit`'s dealing) and final.yaml,
+    which share stages through the repository's default DVC remote: `sky jobs launch OUT/shard-0.yaml`, …, then
+    `sky launch OUT/final.yaml`."""
+    from pelab.cluster import skypilot_tasks
+
+    for path in skypilot_tasks(list(overrides), shards, out_dir, accelerators=accelerators, cloud=cloud):
+        click.echo(f"wrote {path}")
+
+
+@main.command()
 @click.argument("names", nargs=-1)
 @click.option("--all-metrics", is_flag=True, help="also the metrics equal in every experiment")
 @click.option("--task", default=None, help="only this task's headline metric")
