@@ -107,3 +107,41 @@ def test_a_study_runs_as_one_slurm_job_array_and_a_failed_shard_is_resubmitted(s
     again = submit(study, 2, origin / "cluster", cluster="slurm", workspace=origin, timeout_min=20,
                    echo=lambda line: None)
     assert again.states == {0: "done", 1: "done"} and again.final_ran == []
+
+
+def test_a_shard_cancelled_between_its_stages_leaves_only_the_unfinished_one(slurm, repo_root, monkeypatch,
+                                                                              tmp_path):
+    """Shard 1 holds two schemes; `scancel` of its array task once its first stage is in its lock (a real kill, mid
+    second stage): the final run trains that second stage alone, the first restored from the run cache."""
+    import threading
+
+    for key, value in slurm.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    origin = copy_worktree(repo_root, tmp_path / "origin")
+    study = [*STUDY[:-1], "pe.schemes=[none,rope,t5,alibi]", "copy.train.steps=400"]  # shard 1: rope and alibi
+    lock = origin / "cluster/shard-1/repo/pipelines/main/run/dvc.lock"
+    cancelled: list[str] = []
+
+    def cancel_after_the_first_stage():
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            done = [s for s in ("rope", "alibi") if lock.exists() and f"run@copy-{s}:" in lock.read_text()]
+            if done:
+                task = next(line.split()[0] for line in subprocess.run(
+                    ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True).stdout.split("\n")
+                    if line.strip().endswith("_1"))
+                subprocess.run(["scancel", task], check=True)
+                cancelled.extend(done)
+                return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=cancel_after_the_first_stage)
+    watcher.start()
+    result = submit(study, 2, origin / "cluster", cluster="slurm", workspace=origin, timeout_min=20,
+                    echo=lambda line: None)
+    watcher.join()
+    assert len(cancelled) == 1 and result.states[0] == "done" and result.states[1].startswith("failed: ")
+    trained = {s.rsplit(":", 1)[-1] for s in result.final_ran if "run@" in s}
+    unfinished = ({"rope", "alibi"} - set(cancelled)).pop()
+    assert trained == {f"run@copy-{unfinished}"}  # the cancelled shard's finished stage was restored
