@@ -146,3 +146,28 @@ def test_the_encoder_decoder_refuses_it_and_evaluation_reads_it_without_the_temp
     with pytest.raises(ValueError, match=r"^scheme 'mamba' replaces self-attention, which the encoder-decoder does "
                                          r"not take"):
         Decoder(pe, PositionalEncoding(d_model=32, n_heads=2), n_layers=2, d_ff=64, dropout=0.0)
+
+
+def test_in_the_length_study_recall_reads_it_on_the_spread_axis_without_the_masked_one(tmp_path) -> None:
+    """`-S '+length_task_schemes.recall_causal=[rope,mamba]'`: Mamba's own claim is associative recall (induction
+    heads). Its rows are scored plainly and spread, but not masked (nothing can be hidden from a recurrence) nor with
+    the attention temperature."""
+    from conftest import smoke_raw
+
+    from pelab.params import parse_params
+    from pelab.tasks import get_task
+    from pelab.tasks.length import data as length_data
+    from pelab.tasks.length.evaluate import evaluate, reads_content
+
+    task = get_task("recall_causal")
+    cfg = parse_params(smoke_raw(tasks=[], length_tasks=["recall_causal"], length_schemes=["mamba"])).task(
+        "recall_causal")
+    task.prepare(cfg, tmp_path / "data")
+    data = length_data.load(tmp_path / "data")
+    model = task.build_model(cfg.model, "mamba", cfg.options("mamba"), 0, task.data_info(data))
+    assert reads_content(model)
+    rows = evaluate(cfg, model, data, torch.device("cpu"), causal=True,
+                    row_length=lambda n: task.row_length(cfg.data, n))
+    splits = {r["split"] for r in rows}
+    assert {"test", "in", "beyond", "test_spread", "beyond_spread"} <= splits
+    assert not [s for s in splits if s.endswith(("_masked", "_logn")) or s == "at_N"]

@@ -7,9 +7,10 @@ recurrence itself: no position is read anywhere.
 Matched parameters: at E = 1 and N = 16 a layer's SSM holds 3·D² + D·(⌈D/16⌉ + 2N) + ⌈D/16⌉·D + D·(N + d_conv + 3)
 parameters against attention's 4·D² + 4·D: 16,320 against 16,640 at the quick LM's D = 64, 218,880 against 263,168 at
 the full LM's 256 (``tests/test_ssm.py``). The attention a layer would have had is drawn and dropped, so the shared
-weights after it are every scheme's. Causal only (a recurrence from the left), in the sequence model: the LM
-(recall's masked-distractor form hides tokens from attention, which a recurrence cannot; the encoder-decoder refuses
-it). Evaluation reads it without the attention temperature (``attends``); its crop to L is every scheme's.
+weights after it are every scheme's. Causal only (a recurrence from the left), in the sequence model: the LM, and
+a causal length task given it (``length_task_schemes``), where recall's masked-distractor axis is not scored (nothing
+can be hidden from a recurrence); the encoder-decoder refuses it. Evaluation reads it without the attention
+temperature (``attends``); its crop to L is every scheme's.
 
 The layer, ``SelectiveSSM`` (Mamba: Gu & Dao 2023, "Mamba: Linear-Time Sequence Modeling with Selective State
 Spaces", https://arxiv.org/abs/2312.00752, §3 and Algorithm 2), in plain PyTorch; it lives with its scheme, so that

@@ -174,8 +174,9 @@ def evaluate(cfg: TaskConfig, model: LengthTransformer, data: LengthData, device
     model.to(device).eval()
     scores = Scores()
     trained, longest = row_length(data.config.train_max), row_length(data.config.test_max)
+    # the scheme's own (RoPE's HF extensions; the remappings are the LM's); the temperature, where the model attends
     menu = (*(v for v in evaluation_variants(model.pe) if v.in_length_study),
-            TEMPERATURE)  # the scheme's own (RoPE's HF extensions; the remappings are the LM's); the temperature
+            *((TEMPERATURE,) if model.pe.attends else ()))
     # groups of position draws for randomized schemes; one batch per length for the others (same predictions)
     draws = cfg.eval.position_draws if isinstance(model.pe, RandomizedPositions) else 1
     masks = "spread" in data.splits and not reads_content(model)  # recall's masked-distractor axis
@@ -239,9 +240,10 @@ class RecallAxis:
 def reads_content(model: LengthTransformer) -> bool:
     """Whether a layer's positions read the tokens (CoPE's gates, FoX's forget gates: ``content_bias``). Hiding a
     token from attention then changes the positions themselves (the count of gates, the decay), so the
-    masked-distractor axis, where only distance may change, is not defined for them and is not scored."""
+    masked-distractor axis, where only distance may change, is not defined for them and is not scored; nor for a
+    model without attention (``mamba``: its recurrence reads every token, none can be hidden)."""
     pe = model.encoder.pe
-    return any(type(pe.layer(i)).content_bias is not PositionalEncoding.content_bias
+    return not pe.attends or any(type(pe.layer(i)).content_bias is not PositionalEncoding.content_bias
                for i in range(len(model.encoder.layers)))
 
 
