@@ -14,7 +14,8 @@ from torch.testing import assert_close
 from pelab.positional import build_positional_encoding
 from pelab.positional import SCHEMES, is_layout
 from pelab.positional.layout import Layout, llama4_query_scale, span_mask
-from pelab.positional.yarn import attention_factor, yarn_frequencies
+from pelab.positional.rope_extensions import yarn_attention_factor as attention_factor
+from pelab.positional.yarn import yarn_frequencies
 
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402

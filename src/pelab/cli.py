@@ -108,7 +108,7 @@ def schemes() -> None:
         if issubclass(cls, Layout):
             slots = ["per layer"]
         elif cls.layer is not PositionalEncoding.layer:  # FoX's gates, CoPE's tables: the slot is each layer's
-            slots = [f"{getattr(cls, 'layer_slot', 'content_bias')} per layer"]
+            slots = [f"{cls.layer_slot} per layer"]
         options = ", ".join(f"{k}={v}" for k, v in asdict(scheme_options(name)).items()) or "-"
         kind = cls.__name__ + (" (randomized positions)" if spec.randomized else "")
         click.echo(f"{name:15s} {', '.join(slots) or '(no-op)':22s} {kind:40s} options: {options}")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pelab.parallel import RAN_STAGE, shard_overrides, shard_targets, without_keys
+from pelab.parallel import RAN_STAGE, require_profile, shard_overrides, shard_targets, without_keys
 from pelab.studies import STUDIES
 
 CODE = ["src", "stages", "conf", "pyproject.toml", "constraints.txt", ":(glob)**/dvc.yaml"]  # what a shard clones
@@ -86,9 +86,7 @@ def plan(overrides: Sequence[str], shards: int, folder: Path, workspace: Path) -
     """The shard jobs of the study of ``overrides`` dealt over ``shards``, and its prepare stage groups."""
     from pelab.compose import compose_params
 
-    if not any(o.startswith("profile=") for o in overrides):
-        raise ValueError(f"name the profile among the overrides (e.g. profile=full), got {list(overrides)}: without "
-                         "one the shards and the final run could read different params")
+    require_profile(overrides)
     composed = compose_params(workspace / "conf", list(overrides))
     cache = _run(["dvc", "cache", "dir"], workspace).strip()
     jobs = []

@@ -99,9 +99,7 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
     ``timeout_min`` minutes stops the queue with ``--kill`` and raises."""
     from pelab.compose import compose_params
 
-    if not any(o.startswith("profile=") for o in overrides):
-        raise ValueError(f"name the profile among the overrides (e.g. profile=full), got {list(overrides)}: without "
-                         "one the shards and the final run could read different params")
+    require_profile(overrides)
     cwd = Path(cwd)
     composed = compose_params(cwd / "conf", list(overrides))
     shards = shard_overrides(composed, workers)
@@ -127,6 +125,13 @@ def run_in_parallel(overrides: Sequence[str], workers: int, cwd: str | Path = ".
         echo(f"note: {', '.join(failed)} failed (`dvc queue logs NAME`); the final run trains what they left")
     echo(f"reproduce the whole study: dvc exp run {' '.join(_flags(overrides))}")
     return RAN_STAGE.findall(_dvc(["exp", "run", *_flags(overrides)], cwd, tee=echo))
+
+
+def require_profile(overrides: Sequence[str]) -> None:
+    """One line where ``overrides`` name no profile: the shards and the final run could then read different params."""
+    if not any(o.startswith("profile=") for o in overrides):
+        raise ValueError(f"name the profile among the overrides (e.g. profile=full), got {list(overrides)}: without "
+                         "one the shards and the final run could read different params")
 
 
 def run_queue(names: Sequence[str], cwd: str | Path, workers: int, poll_s: float = 10.0,

@@ -52,9 +52,7 @@ class EncoderLayer(nn.Module):
         else:
             h, weights = self.attn(h, h, pe=pe, q_pos=positions, k_pos=positions, attn_bias=attn_bias,
                                    need_weights=need_weights)
-        x = x + self.drop(h)
-        x = x + self.drop(self.ff(self.ff_norm(x)))
-        return x, {"self": weights}
+        return self.ff_block(x + self.drop(h)), {"self": weights}
 
     def extend(self, x, cache, *, pe, q_pos, attn_bias, k_pos=None):
         """Incremental: x (B, n, D) are new tokens at q_pos (n,) after the tokens whose keys/values ``cache``
@@ -69,9 +67,8 @@ class EncoderLayer(nn.Module):
                 h, state = mixer.run(h)
                 cache.update(state)
             return self.ff_block(x + self.drop(h))
-        x = x + self.drop(self.attn.extend(self.attn_norm(x), cache, pe=pe, q_pos=q_pos, attn_bias=attn_bias,
-                                           k_pos=k_pos))
-        return x + self.drop(self.ff(self.ff_norm(x)))
+        return self.ff_block(x + self.drop(self.attn.extend(self.attn_norm(x), cache, pe=pe, q_pos=q_pos,
+                                                            attn_bias=attn_bias, k_pos=k_pos)))
 
     def last(self, x, *, pe, positions, attn_bias):
         """A causal stack's last layer read for its last position only (``Encoder.last``): x (B, T, D) every token,
@@ -83,6 +80,7 @@ class EncoderLayer(nn.Module):
         return self.ff_block(x[:, -1:] + self.drop(h))
 
     def ff_block(self, x):
+        """x + FFN(LN(x)), every path's second half."""
         return x + self.drop(self.ff(self.ff_norm(x)))
 
 

@@ -78,8 +78,8 @@ class PositionalEncoding(nn.Module):
     variants: str = ""
     # True: built for one depth (a layout: its layers differ), so a stack of another depth refuses it
     depth_specific: bool = False
-    # False: its layers replace attention (``mixer``), so evaluation reads it without the attention temperature
-    attends: bool = True
+    # what each layer's scheme does where the scheme is built per layer (FoX's gates, FoPE's series: ``pelab schemes``)
+    layer_slot: str = "content_bias"
     # what the registry builds it as (``registry.build_positional_encoding`` sets them): its registered name, the
     # switches against attention dilution its models' self-attention layers carry (``positional.switched``,
     # ``model.switches``: "ssmax", "sink", "gate"; none by default) and its spec's line
@@ -145,6 +145,12 @@ class PositionalEncoding(nn.Module):
         state) and ``step(x, state)`` for incremental decoding (the attention-free reference, ``positional.ssm``);
         None (this default): the layer attends, and every slot above applies."""
         return None
+
+    @property
+    def attends(self) -> bool:
+        """Whether every layer attends (no ``mixer``); evaluation reads a model that does not without the attention
+        temperature, and the encoder-decoder refuses it."""
+        return all(self.layer(i).mixer() is None for i in range(self.n_layers))
 
     def layer_biases(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> list[torch.Tensor | None]:
         """The bias of every layer: one, shared by all layers (this default), or one per layer (``n_layers``)."""

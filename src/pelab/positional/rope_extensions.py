@@ -63,15 +63,19 @@ def yarn_attention_factor(factor: float) -> float:
     return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
 
 
-def yarn_inverse_frequencies(theta: torch.Tensor, head_dim: int, base: float, factor: float,
-                             trained_length: int) -> torch.Tensor:
+def yarn_inverse_frequencies(theta: torch.Tensor, head_dim: int, base: float, factor: float, trained_length: float,
+                             beta_fast: float = YARN_BETA_FAST, beta_slow: float = YARN_BETA_SLOW,
+                             truncate: bool = True) -> torch.Tensor:
     """YaRN eq. 17–20 in HF's form: the pair index at which a pair turns ``rotations`` times over the trained
-    length is d·ln(L/(2π·rotations)) / (2·ln base); the ramp runs from the β-pair to the α-pair."""
+    length is d·ln(L/(2π·rotations)) / (2·ln base); the ramp runs from the β-pair to the α-pair, its ends rounded
+    outwards to whole pairs with ``truncate`` (HF's default; gpt-oss trains without), clamped to [0, d − 1]."""
     def pair_at(rotations: float) -> float:
         return head_dim * math.log(trained_length / (rotations * 2 * math.pi)) / (2 * math.log(base))
 
-    low = max(math.floor(pair_at(YARN_BETA_FAST)), 0)
-    high = min(math.ceil(pair_at(YARN_BETA_SLOW)), head_dim - 1)
+    low, high = pair_at(beta_fast), pair_at(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
     if low == high:
         high += 0.001  # HF's guard against a zero-width ramp
     ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)  # 0: keep θ

@@ -10,7 +10,7 @@ the full LM's 256 (``tests/test_ssm.py``). The attention a layer would have had 
 weights after it are every scheme's. Causal only (a recurrence from the left), in the sequence model: the LM, and
 a causal length task given it (``length_task_schemes``), where recall's masked-distractor axis is not scored (nothing
 can be hidden from a recurrence); the encoder-decoder refuses it. Evaluation reads it without the attention
-temperature (``attends``); its crop to L is every scheme's.
+temperature (``attends``, False where a layer has a ``mixer``); its crop to L is every scheme's.
 
 The layer, ``SelectiveSSM`` (Mamba: Gu & Dao 2023, "Mamba: Linear-Time Sequence Modeling with Selective State
 Spaces", https://arxiv.org/abs/2312.00752, §3 and Algorithm 2), in plain PyTorch; it lives with its scheme, so that
@@ -138,7 +138,6 @@ class SelectiveSSMScheme(PositionalEncoding):
     """An SSM per layer (``layer(i)``), as FoX builds a gate per layer."""
 
     Options = SelectiveSSMOptions
-    attends = False
     layer_slot = "mixer"  # what each layer's scheme does (``pelab schemes``): the token mixer itself
     source = ("Gu & Dao 2023, arXiv 2312.00752; checked against PyPI mambapy's MambaBlock (a port of the official "
               "state-spaces/mamba mamba_simple.py)")
@@ -158,6 +157,6 @@ class SelectiveSSMScheme(PositionalEncoding):
 
     def describe(self, usage: Usage) -> str:
         o = self.options
-        return (f"no attention: every layer's token mixer is a selective SSM (Mamba-1, E = {o.expand}, N = {o.d_state}, "
-                f"a causal filter of {o.d_conv}) in place of self-attention, at about attention's parameters; the "
+        return (f"no attention: every layer's token mixer is a selective SSM (Mamba-1, E = {o.expand}, "
+                f"N = {o.d_state}, a causal filter of {o.d_conv}) in place of self-attention, at about attention's parameters; the "
                 "feed-forward blocks, embedding and head are every scheme's.")

@@ -18,44 +18,24 @@ This is a trained model's rotation, not an evaluation-time extension (``rope_ext
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
 from pelab.positional.base import Usage
 from pelab.positional.rope import RotaryPositionalEncoding
-
-YARN_OPTIONS = ("factor", "original_length", "beta_fast", "beta_slow", "truncate")
-
-
-def correction_range(head_dim: int, base: float, original_length: float, beta_fast: float, beta_slow: float,
-                     truncate: bool) -> tuple[float, float]:
-    """The ramp's ends (low, high) in pair indices (module docstring; HF ``find_correction_range``)."""
-    def pair_at(rotations: float) -> float:
-        return head_dim * math.log(original_length / (rotations * 2 * math.pi)) / (2 * math.log(base))
-
-    low, high = pair_at(beta_fast), pair_at(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    return max(low, 0), min(high, head_dim - 1)
+from pelab.positional.rope_extensions import (trained_inverse_frequencies, yarn_attention_factor,
+                                             yarn_inverse_frequencies)
 
 
 def yarn_frequencies(head_dim: int, base: float, factor: float, original_length: float, beta_fast: float = 32.0,
                      beta_slow: float = 1.0, truncate: bool = False, dtype: torch.dtype = torch.float32,
                      device: torch.device | None = None) -> torch.Tensor:
-    """(Dh/2,) θ'_i of the module docstring, computed in float64 and returned in ``dtype``."""
-    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (Dh/2,) RoFormer eq. 15
-    low, high = correction_range(head_dim, base, original_length, beta_fast, beta_slow, truncate)
-    if low == high:
-        high += 0.001  # HF's guard against a zero-width ramp
-    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)  # 0: θ_i kept
-    return (theta / factor * ramp + theta * (1 - ramp)).to(dtype=dtype, device=device)
-
-
-def attention_factor(factor: float) -> float:
-    """m = 0.1·ln s + 1 (YaRN eq. 22; 1 for s ≤ 1)."""
-    return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
+    """(Dh/2,) θ'_i of the module docstring, computed in float64 (``rope_extensions``' YaRN, which the evaluation-time
+    extension of a trained ``rope`` uses too) and returned in ``dtype``."""
+    theta = trained_inverse_frequencies(head_dim, base)  # (Dh/2,) RoFormer eq. 15
+    return yarn_inverse_frequencies(theta, head_dim, base, factor, original_length, beta_fast, beta_slow,
+                                    truncate).to(dtype=dtype, device=device)
 
 
 @dataclass(frozen=True)
@@ -90,7 +70,7 @@ class YaRNRotary(RotaryPositionalEncoding):
         super().__init__(d_model=d_model, n_heads=n_heads, causal=causal, n_layers=n_layers, base=base)
         self.factor, self.original_length = factor, original_length
         self.beta_fast, self.beta_slow, self.truncate = beta_fast, beta_slow, truncate
-        self.attention_factor = attention_factor(factor)
+        self.attention_factor = yarn_attention_factor(factor)
 
     def angles(self, positions: torch.Tensor) -> torch.Tensor:
         """(T,) -> (T, Dh/2) angles m·θ'_i."""
