@@ -171,3 +171,26 @@ def test_in_the_length_study_recall_reads_it_on_the_spread_axis_without_the_mask
     splits = {r["split"] for r in rows}
     assert {"test", "in", "beyond", "test_spread", "beyond_spread"} <= splits
     assert not [s for s in splits if s.endswith(("_masked", "_logn")) or s == "at_N"]
+
+
+def test_a_filter_of_one_step_keeps_no_conv_state_and_still_decodes_the_whole_row() -> None:
+    torch.manual_seed(0)
+    ssm = SelectiveSSM(16, d_state=4, d_conv=1).double()
+    x = torch.randn(2, 9, 16, dtype=torch.float64)
+    with torch.no_grad():
+        whole = ssm(x)
+        first, state = ssm.run(x[:, :4])
+        assert state["conv"].shape == (2, 16, 0)
+        parts = [first] + [ssm.step(x[:, t:t + 1], state) for t in range(4, 9)]
+    assert_close(torch.cat(parts, dim=1), whole, rtol=1e-9, atol=1e-10)
+
+
+def test_its_weights_decay_as_attention_s_but_for_the_state_matrix() -> None:
+    from pelab.training.loop import decays
+
+    mamba, rope = lm("mamba"), lm("rope")
+    decayed = {n for n, p in mamba.named_parameters() if decays(n, p)}
+    mixer = {n for n in decayed if ".token_mixer." in n}
+    assert {n.rsplit(".token_mixer.", 1)[1] for n in mixer} == {"in_proj.weight", "conv1d.weight", "x_proj.weight",
+                                                                 "dt_proj.weight", "out_proj.weight"}
+    assert decayed - mixer == {n for n, p in rope.named_parameters() if decays(n, p) and ".attn." not in n}

@@ -95,7 +95,8 @@ class SelectiveSSM(nn.Module):
         t = x.shape[1]
         u, z = self.in_proj(x).chunk(2, dim=-1)  # (B, T, E·D) each
         u_t = u.transpose(1, 2)  # (B, E·D, T)
-        conv = F.pad(u_t, (self.d_conv - 1 - min(t, self.d_conv - 1), 0))[..., -(self.d_conv - 1):]
+        keep = self.d_conv - 1  # the inputs the filter still reads after the row (none for a width of 1)
+        conv = F.pad(u_t, (keep, 0))[..., u_t.shape[-1]:]  # (B, E·D, keep), zeros before a short row
         u = F.silu(self.conv1d(u_t)[..., :t].transpose(1, 2))
         y, h = self.scan(u)
         return self.out_proj(y * F.silu(z)), {"ssm": h, "conv": conv}
@@ -128,10 +129,12 @@ class SSMLayer(PositionalEncoding):
 
     def __init__(self, *, d_model: int, n_heads: int, options: SelectiveSSMOptions) -> None:
         super().__init__(d_model=d_model, n_heads=n_heads, causal=True)
-        self.ssm = SelectiveSSM(d_model, d_state=options.d_state, expand=options.expand, d_conv=options.d_conv)
+        # named for the optimiser: a token mixer's weights decay as attention's (``training.loop.decays``)
+        self.token_mixer = SelectiveSSM(d_model, d_state=options.d_state, expand=options.expand,
+                                        d_conv=options.d_conv)
 
     def mixer(self) -> nn.Module:
-        return self.ssm
+        return self.token_mixer
 
 
 class SelectiveSSMScheme(PositionalEncoding):

@@ -41,8 +41,13 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
 
 def decays(name: str, param: torch.Tensor, stacked: bool = False) -> bool:
     """Whether AdamW decays this parameter: matrices only, never embeddings or position tables (GPT-2
-    convention). ``stacked``: the parameter carries a leading seed dimension (``training.stacking``)."""
-    return param.ndim - int(stacked) >= 2 and "embedding" not in name and ".pe." not in name
+    convention); a scheme's token mixer (``token_mixer``, the layer in place of attention: ``positional.ssm``)
+    decays as attention's weights do, but for its state matrix A (``A_log``, which Mamba never decays).
+    ``stacked``: the parameter carries a leading seed dimension (``training.stacking``)."""
+    matrix = param.ndim - int(stacked) >= 2 and "embedding" not in name
+    if ".token_mixer." in name:
+        return matrix and not name.endswith(".A_log")
+    return matrix and ".pe." not in name
 
 
 def adamw(decay: list[torch.Tensor], no_decay: list[torch.Tensor], cfg: TrainConfig,
